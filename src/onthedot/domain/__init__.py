@@ -1,0 +1,1 @@
+"""I/O-free records, statuses, ids, errors and the clock that every role shares."""

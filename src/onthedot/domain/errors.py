@@ -1,0 +1,102 @@
+"""The one exception tree of onthedot.
+
+Every error a user can cause is an ``OnTheDotError`` carrying a machine-readable ``code``, the
+``field`` it concerns and what was ``expected`` there, so that a client (or a language model) can
+correct its request. The edges map these once: HTTP to RFC 9457 problem+json, MCP to an ``isError``
+tool result, the CLI to a one-line message and exit code 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class OnTheDotError(Exception):
+    """Root of every error raised on purpose by onthedot."""
+
+    code = "error"
+    http_status = 500
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        field: str | None = None,
+        expected: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.field = field
+        self.expected = expected
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "field": self.field,
+            "expected": self.expected,
+        }
+
+
+class ValidationError(OnTheDotError):
+    """The request is well-formed but a value is not acceptable (HTTP 422)."""
+
+    code = "invalid_value"
+    http_status = 422
+
+
+class ScheduleError(ValidationError):
+    """A schedule, time or timezone cannot be used (invalid, too frequent, in the past, ...)."""
+
+    code = "invalid_schedule"
+
+
+class ParseError(ValidationError):
+    """Natural-language text could not be understood; ``field`` names the part that was not read."""
+
+    code = "could_not_understand"
+
+
+class NotFoundError(OnTheDotError):
+    """The object does not exist, or belongs to another user (we never leak which)."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class ConflictError(OnTheDotError):
+    """The request conflicts with the current state (idempotency key reuse, illegal transition)."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class AuthError(OnTheDotError):
+    """Missing or invalid credentials."""
+
+    code = "unauthorized"
+    http_status = 401
+
+
+class ConfigError(OnTheDotError):
+    """The deployment is configured in a way that cannot work (refuse to start)."""
+
+    code = "bad_configuration"
+    http_status = 500
+
+
+class BackendError(OnTheDotError):
+    """A store or queue backend failed; the driver error is kept as ``__cause__``."""
+
+    code = "backend_unavailable"
+    http_status = 503
+
+
+class ActionError(OnTheDotError):
+    """An action attempt failed (non-2xx webhook, timeout, ...); the run may be retried."""
+
+    code = "action_failed"
+    http_status = 502

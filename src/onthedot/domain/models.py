@@ -1,0 +1,140 @@
+"""The records every role shares: jobs, their runs and the append-only run events.
+
+Run state machine (every arrow is a compare-and-set in the store; RUNNING transitions also
+check the fencing token of the attempt)::
+
+    PENDING --watcher--> ENQUEUED --worker claim--> RUNNING --ok--------> SUCCEEDED
+       |                    ^                        |  |  \\--fail, last--> FAILED (dead-lettered)
+       |                    |                        |  \\--fail--> RETRYING --(delay)--> RUNNING
+       |                    +--- lease expired: another worker claims RUNNING again ---+
+       +--watcher, late and misfire=skip--> SKIPPED
+    PENDING/ENQUEUED/RETRYING --pause/delete/schedule change--> CANCELLED
+
+SUCCEEDED, FAILED, SKIPPED and CANCELLED are terminal; reaching one of the first three appends a
+RunEvent in the same transaction.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+
+class RunStatus(enum.StrEnum):
+    PENDING = "PENDING"
+    ENQUEUED = "ENQUEUED"
+    RUNNING = "RUNNING"
+    RETRYING = "RETRYING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_RUN_STATUSES
+
+
+TERMINAL_RUN_STATUSES = frozenset(
+    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED, RunStatus.CANCELLED}
+)
+# Runs that still hold a place in the schedule and are cancelled when the job is paused or changed.
+OPEN_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.ENQUEUED, RunStatus.RETRYING})
+
+
+class JobStatus(enum.StrEnum):
+    """Stored job status. ``running`` is never stored: the API derives it from the last run."""
+
+    SCHEDULED = "scheduled"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+JobType = Literal["immediate", "one-time", "recurring"]
+MisfirePolicy = Literal["run_late", "skip"]
+RunKind = Literal["scheduled", "manual"]
+
+
+@dataclass(frozen=True)
+class JobParams:
+    """When a job fires. ``time`` is for one-time jobs, ``schedule`` (cron, RRULE or VEVENT)
+    for recurring ones; ``timezone`` is the IANA zone the schedule is read in."""
+
+    type: JobType
+    time: str | None = None
+    schedule: str | None = None
+    timezone: str = "UTC"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": self.type, "timezone": self.timezone}
+        if self.time is not None:
+            d["time"] = self.time
+        if self.schedule is not None:
+            d["schedule"] = self.schedule
+        return d
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 3
+    backoff_seconds: float = 10.0  # first retry delay; doubles each attempt, with jitter
+    max_backoff_seconds: float = 3600.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_attempts": self.max_attempts,
+            "backoff_seconds": self.backoff_seconds,
+            "max_backoff_seconds": self.max_backoff_seconds,
+        }
+
+
+@dataclass(frozen=True)
+class Job:
+    job_id: str
+    user_id: str
+    name: str
+    action: dict[str, Any]
+    params: JobParams
+    status: JobStatus
+    created_at: datetime
+    updated_at: datetime
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    misfire_policy: MisfirePolicy = "run_late"
+    timeout_seconds: float = 60.0
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+    next_run_at: datetime | None = None
+    last_run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRun:
+    run_id: str
+    job_id: str
+    scheduled_at: datetime
+    time_bucket: int
+    shard: int
+    status: RunStatus
+    kind: RunKind = "scheduled"
+    attempt: int = 0
+    lease_token: str | None = None
+    lease_expires_at: datetime | None = None
+    enqueued_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    output: Any = None
+    error: str | None = None
+    dead_lettered: bool = False
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    event_id: int
+    job_id: str
+    run_id: str
+    status: RunStatus
+    emitted_at: datetime

@@ -1,0 +1,69 @@
+-- The table queue on SQLite. Its tables live in the store's database file but belong to the
+-- queue role: they know message ids and bodies, never job semantics.
+
+-- name: create_messages
+CREATE TABLE IF NOT EXISTS queue_messages (
+    message_id     TEXT PRIMARY KEY,
+    body           BLOB NOT NULL,
+    visible_at     TEXT NOT NULL,           -- UTC ISO 8601, fixed width
+    delivery_count INTEGER NOT NULL DEFAULT 0 CHECK (delivery_count >= 0),
+    receipt        TEXT,                    -- changes on every delivery: stale receivers lose
+    sent_at        TEXT NOT NULL
+)
+
+-- name: create_visible_index
+CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (visible_at)
+
+-- name: create_dead_letters
+CREATE TABLE IF NOT EXISTS queue_dead_letters (
+    message_id TEXT PRIMARY KEY,
+    body       BLOB NOT NULL,
+    reason     TEXT NOT NULL,
+    dead_at    TEXT NOT NULL
+)
+
+-- name: send
+INSERT INTO queue_messages (message_id, body, visible_at, sent_at)
+VALUES (:message_id, :body, :now, :now)
+ON CONFLICT (message_id) DO NOTHING
+
+-- name: visible
+SELECT message_id FROM queue_messages WHERE visible_at <= :now ORDER BY visible_at LIMIT :limit
+
+-- name: take
+UPDATE queue_messages
+SET visible_at = :invisible_until, delivery_count = delivery_count + 1, receipt = :receipt
+WHERE message_id = :message_id AND visible_at <= :now
+RETURNING message_id, body, delivery_count, receipt
+
+-- name: extend
+UPDATE queue_messages SET visible_at = :invisible_until
+WHERE message_id = :message_id AND receipt = :receipt
+
+-- name: ack
+DELETE FROM queue_messages WHERE message_id = :message_id AND receipt = :receipt
+
+-- name: nack
+UPDATE queue_messages SET visible_at = :visible_at, receipt = NULL
+WHERE message_id = :message_id AND receipt = :receipt
+
+-- name: dead_letter_insert
+INSERT INTO queue_dead_letters (message_id, body, reason, dead_at)
+SELECT message_id, body, :reason, :now FROM queue_messages
+WHERE message_id = :message_id AND receipt = :receipt
+ON CONFLICT (message_id) DO UPDATE SET body = excluded.body, reason = excluded.reason,
+                                       dead_at = excluded.dead_at
+
+-- name: dead_letters
+SELECT message_id, body, reason, dead_at FROM queue_dead_letters ORDER BY dead_at DESC LIMIT :limit
+
+-- name: redrive_insert
+INSERT INTO queue_messages (message_id, body, visible_at, sent_at)
+SELECT message_id, body, :now, :now FROM queue_dead_letters WHERE message_id = :message_id
+ON CONFLICT (message_id) DO NOTHING
+
+-- name: redrive_delete
+DELETE FROM queue_dead_letters WHERE message_id = :message_id
+
+-- name: depth
+SELECT count(*) AS n FROM queue_messages

@@ -1,0 +1,144 @@
+"""The embedded default queue: a table in the store's own SQLite file.
+
+Receiving takes SQLite's write lock (BEGIN IMMEDIATE) and flips ``visible_at`` forward with a new
+receipt, so a message is handed to one receiver at a time; every later ack, nack or extend is
+guarded by that receipt, so a receiver whose visibility expired can no longer touch it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import sqlite3
+from datetime import timedelta
+
+from onthedot.domain.clock import Clock, SystemClock
+from onthedot.queue.base import DeadLetter, Delivery
+from onthedot.store.codec import need_ts, ts
+from onthedot.store.sqlfile import load_queries
+from onthedot.store.sqlite_conn import SqliteConnection, sqlite_path
+
+Q = load_queries("onthedot.queue", "sql/sqlite.sql")
+POLL_SECONDS = 0.05  # how often an empty receive looks again while waiting
+
+
+class TableQueue:
+    def __init__(self, database_url: str, clock: Clock | None = None) -> None:
+        self._db = SqliteConnection(sqlite_path(database_url))
+        self._clock = clock or SystemClock()
+        self._wakeup = asyncio.Event()  # in-process senders wake waiting receivers at once
+
+    async def open(self) -> None:
+        def ddl(c: sqlite3.Connection) -> None:
+            for name in ("create_messages", "create_visible_index", "create_dead_letters"):
+                c.execute(Q[name])
+
+        await self._db.write(ddl)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def ping(self) -> None:
+        await self._db.run(lambda c: c.execute("SELECT 1").fetchone())
+
+    async def send(self, message_id: str, body: bytes) -> None:
+        await self.send_many([(message_id, body)])
+
+    async def send_many(self, messages: list[tuple[str, bytes]]) -> None:
+        if not messages:
+            return
+        now = ts(self._clock.now())
+        rows = [{"message_id": m, "body": b, "now": now} for m, b in messages]
+        await self._db.write(lambda c: c.executemany(Q["send"], rows))
+        self._wakeup.set()
+
+    async def receive(self, max_messages: int, visibility_timeout: float,
+                      wait_seconds: float = 0.0) -> list[Delivery]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        while True:
+            self._wakeup.clear()
+            got = await self._take(max_messages, visibility_timeout)
+            remaining = deadline - loop.time()
+            if got or remaining <= 0:
+                return got
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=min(POLL_SECONDS, remaining))
+
+    async def _take(self, max_messages: int, visibility_timeout: float) -> list[Delivery]:
+        now = self._clock.now()
+        params = {
+            "now": ts(now),
+            "invisible_until": ts(now + timedelta(seconds=visibility_timeout)),
+        }
+
+        def tx(c: sqlite3.Connection) -> list[Delivery]:
+            ids = c.execute(Q["visible"], {"now": params["now"], "limit": max_messages}).fetchall()
+            taken = []
+            for row in ids:
+                got = c.execute(Q["take"], {
+                    **params, "message_id": row["message_id"], "receipt": secrets.token_hex(8),
+                }).fetchone()
+                if got is not None:
+                    taken.append(Delivery(message_id=got["message_id"], body=bytes(got["body"]),
+                                          delivery_count=int(got["delivery_count"]),
+                                          receipt=got["receipt"]))
+            return taken
+
+        # Peek first without the write lock: idle workers must not queue up on it.
+        peek = await self._db.run(
+            lambda c: c.execute(Q["visible"], {"now": params["now"], "limit": 1}).fetchone()
+        )
+        if peek is None:
+            return []
+        return await self._db.write(tx)
+
+    async def extend(self, delivery: Delivery, visibility_timeout: float) -> bool:
+        until = ts(self._clock.now() + timedelta(seconds=visibility_timeout))
+        return await self._guarded("extend", delivery, invisible_until=until)
+
+    async def ack(self, delivery: Delivery) -> bool:
+        return await self._guarded("ack", delivery)
+
+    async def nack(self, delivery: Delivery, delay_seconds: float) -> bool:
+        visible_at = ts(self._clock.now() + timedelta(seconds=max(0.0, delay_seconds)))
+        return await self._guarded("nack", delivery, visible_at=visible_at)
+
+    async def dead_letter(self, delivery: Delivery, reason: str) -> bool:
+        params = {"message_id": delivery.message_id, "receipt": delivery.receipt,
+                  "reason": reason, "now": ts(self._clock.now())}
+
+        def tx(c: sqlite3.Connection) -> bool:
+            if c.execute(Q["dead_letter_insert"], params).rowcount != 1:
+                return False
+            c.execute(Q["ack"], params)
+            return True
+
+        return await self._db.write(tx)
+
+    async def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
+        rows = await self._db.run(lambda c: c.execute(Q["dead_letters"], {"limit": limit})
+                                  .fetchall())
+        return [DeadLetter(message_id=r["message_id"], body=bytes(r["body"]), reason=r["reason"],
+                           dead_at=need_ts(r["dead_at"])) for r in rows]
+
+    async def dead_letter_redrive(self, message_id: str) -> bool:
+        params = {"message_id": message_id, "now": ts(self._clock.now())}
+
+        def tx(c: sqlite3.Connection) -> bool:
+            c.execute(Q["redrive_insert"], params)
+            return c.execute(Q["redrive_delete"], params).rowcount == 1
+
+        moved = await self._db.write(tx)
+        if moved:
+            self._wakeup.set()
+        return moved
+
+    async def depth(self) -> int:
+        row = await self._db.run(lambda c: c.execute(Q["depth"]).fetchone())
+        return int(row["n"])
+
+    async def _guarded(self, query: str, delivery: Delivery, **extra: str | None) -> bool:
+        params = {"message_id": delivery.message_id, "receipt": delivery.receipt, **extra}
+        return await self._db.write(lambda c: c.execute(Q[query], params).rowcount == 1)

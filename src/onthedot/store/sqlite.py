@@ -1,0 +1,374 @@
+"""The embedded default store: one SQLite file in WAL mode.
+
+Several processes may share the file (two watchers and four workers in the tests): every write
+transaction starts with BEGIN IMMEDIATE, which takes SQLite's single write lock up front, so the
+compare-and-set guards in ``sql/sqlite/queries.sql`` see a consistent state and a claim is never
+handed to two processes (SQLite has no SKIP LOCKED).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from onthedot.domain.ids import bucket_start, time_bucket_of, ulid_floor
+from onthedot.domain.models import (
+    Job,
+    JobRun,
+    RunEvent,
+    RunStatus,
+)
+from onthedot.store.base import (
+    DueClaim,
+    DueClaimed,
+    EventApply,
+    JobCreated,
+    JobListQuery,
+    JobSave,
+    RunClaim,
+    RunFinish,
+    RunRetry,
+)
+from onthedot.store.codec import (
+    dump_output,
+    event_from_row,
+    job_from_row,
+    job_to_params,
+    run_from_row,
+    run_to_params,
+    ts,
+)
+from onthedot.store.sqlfile import load_migrations, load_queries
+from onthedot.store.sqlite_conn import SqliteConnection, sqlite_path
+
+Q = load_queries("onthedot.store", "sql/sqlite/queries.sql")
+HOUR = timedelta(hours=1)
+
+
+class SqliteStore:
+    def __init__(self, database_url: str) -> None:
+        self.path = sqlite_path(database_url)
+        self._db = SqliteConnection(self.path)
+
+    # --- lifecycle -----------------------------------------------------------------------
+    async def migrate(self) -> None:
+        await self._db.write(_apply_migrations)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def ping(self) -> None:
+        await self._db.run(lambda c: c.execute("SELECT 1").fetchone())
+
+    # --- jobs ----------------------------------------------------------------------------
+    async def job_create(self, job: Job, first_run: JobRun | None) -> JobCreated:
+        def tx(c: sqlite3.Connection) -> JobCreated:
+            inserted = c.execute(Q["job_insert"], job_to_params(job)).rowcount == 1
+            if not inserted:
+                row = c.execute(Q["job_by_idempotency_key"], {
+                    "user_id": job.user_id, "idempotency_key": job.idempotency_key,
+                }).fetchone()
+                return JobCreated(job=job_from_row(row), created=False)
+            if first_run is not None:
+                c.execute(Q["run_insert"], run_to_params(first_run))
+            return JobCreated(job=job, created=True)
+
+        return await self._db.write(tx)
+
+    async def job_get(self, user_id: str, job_id: str) -> Job | None:
+        row = await self._one(Q["job_get"], {"user_id": user_id, "job_id": job_id})
+        return None if row is None else job_from_row(row)
+
+    async def job_get_any(self, job_id: str) -> Job | None:
+        row = await self._one(Q["job_get_any"], {"job_id": job_id})
+        return None if row is None else job_from_row(row)
+
+    async def jobs_list(self, query: JobListQuery) -> list[Job]:
+        rows = await self._all(Q["jobs_list"], {
+            "user_id": query.user_id,
+            "status": None if query.status is None else query.status.value,
+            "job_id_from": None if query.created_from is None else ulid_floor(query.created_from),
+            "job_id_to": None if query.created_to is None else ulid_floor(query.created_to),
+            "before_job_id": query.before_job_id,
+            "limit": query.limit,
+        })
+        return [job_from_row(r) for r in rows]
+
+    async def job_save(self, save: JobSave) -> None:
+        def tx(c: sqlite3.Connection) -> None:
+            c.execute(Q["job_update"], job_to_params(save.job))
+            if save.cancel_open_runs:
+                c.execute(Q["runs_cancel_open"], {
+                    "job_id": save.job.job_id, "now": ts(save.job.updated_at),
+                })
+            if save.insert_run is not None:
+                _insert_or_revive(c, save.insert_run)
+
+        await self._db.write(tx)
+
+    # --- runs ----------------------------------------------------------------------------
+    async def run_insert(self, run: JobRun) -> bool:
+        return await self._db.write(
+            lambda c: c.execute(Q["run_insert"], run_to_params(run)).rowcount == 1
+        )
+
+    async def run_get(self, run_id: str) -> JobRun | None:
+        row = await self._one(Q["run_get"], {"run_id": run_id})
+        return None if row is None else run_from_row(row)
+
+    async def runs_list(self, job_id: str, limit: int,
+                        before_scheduled_at: datetime | None) -> list[JobRun]:
+        rows = await self._all(Q["runs_list"], {
+            "job_id": job_id, "limit": limit, "before_scheduled_at": ts(before_scheduled_at),
+        })
+        return [run_from_row(r) for r in rows]
+
+    async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
+        return await self._db.write(lambda c: _claim_due(c, claim))
+
+    async def runs_stale_enqueued(self, shard: int, older_than: datetime, now: datetime,
+                                  limit: int) -> list[JobRun]:
+        def tx(c: sqlite3.Connection) -> list[JobRun]:
+            rows = c.execute(Q["runs_stale_enqueued"], {
+                "shard": shard, "older_than": ts(older_than), "limit": limit,
+            }).fetchall()
+            c.executemany(Q["run_touch_enqueued"],
+                          [{"run_id": r["run_id"], "now": ts(now)} for r in rows])
+            return [run_from_row(r) for r in rows]
+
+        return await self._db.write(tx)
+
+    async def shard_watermark(self, shard: int) -> int | None:
+        row = await self._one(Q["watermark_get"], {"shard": shard})
+        return None if row is None else int(row["bucket"])
+
+    async def run_claim(self, claim: RunClaim) -> JobRun | None:
+        params = {
+            "run_id": claim.run_id,
+            "token": claim.token,
+            "now": ts(claim.now),
+            "lease_expires_at": ts(claim.now + timedelta(seconds=claim.lease_seconds)),
+        }
+        row = await self._db.write(lambda c: c.execute(Q["run_claim"], params).fetchone())
+        return None if row is None else run_from_row(row)
+
+    async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
+        params = {"run_id": run_id, "token": token, "lease_expires_at": ts(lease_expires_at)}
+        return await self._db.write(
+            lambda c: c.execute(Q["run_extend_lease"], params).rowcount == 1
+        )
+
+    async def run_retry(self, retry: RunRetry) -> bool:
+        params = {"run_id": retry.run_id, "token": retry.token, "error": retry.error}
+        return await self._db.write(lambda c: c.execute(Q["run_retry"], params).rowcount == 1)
+
+    async def run_finish(self, finish: RunFinish) -> RunEvent | None:
+        def tx(c: sqlite3.Connection) -> RunEvent | None:
+            row = c.execute(Q["run_finish"], {
+                "run_id": finish.run_id,
+                "token": finish.token,
+                "status": finish.status.value,
+                "finished_at": ts(finish.finished_at),
+                "output": dump_output(finish.output),
+                "error": finish.error,
+                "dead_lettered": int(finish.dead_lettered),
+            }).fetchone()
+            if row is None:
+                return None  # fenced: another attempt owns the run now
+            return _append_event(c, row["job_id"], finish.run_id, finish.status,
+                                 finish.finished_at)
+
+        return await self._db.write(tx)
+
+    async def run_redrive(self, run_id: str, now: datetime) -> JobRun | None:
+        row = await self._db.write(
+            lambda c: c.execute(Q["run_redrive"], {"run_id": run_id, "now": ts(now)}).fetchone()
+        )
+        return None if row is None else run_from_row(row)
+
+    async def runs_dead_lettered(self, user_id: str, limit: int,
+                                 before_run_id: str | None) -> list[JobRun]:
+        rows = await self._all(Q["runs_dead_lettered"], {
+            "user_id": user_id, "limit": limit, "before_run_id": before_run_id,
+        })
+        return [run_from_row(r) for r in rows]
+
+    async def runs_count_by_status(self) -> dict[RunStatus, int]:
+        rows = await self._all(Q["runs_count_by_status"], {})
+        return {RunStatus(r["status"]): int(r["n"]) for r in rows}
+
+    # --- events --------------------------------------------------------------------------
+    async def events_after(self, event_id: int, limit: int) -> list[RunEvent]:
+        rows = await self._all(Q["events_after"], {"event_id": event_id, "limit": limit})
+        return [event_from_row(r) for r in rows]
+
+    async def cursor_get(self, consumer: str) -> int:
+        row = await self._one(Q["cursor_get"], {"consumer": consumer})
+        return 0 if row is None else int(row["position"])
+
+    async def event_apply(self, apply: EventApply) -> bool:
+        def tx(c: sqlite3.Connection) -> bool:
+            c.execute(Q["cursor_init"], {"consumer": apply.consumer})
+            moved = c.execute(Q["cursor_advance"], {
+                "consumer": apply.consumer,
+                "position": apply.event.event_id,
+                "previous": apply.previous_event_id,
+            }).rowcount
+            if moved != 1:
+                return False  # someone else applied it; this transaction writes nothing
+            if apply.insert_run is not None:
+                _insert_or_revive(c, apply.insert_run)
+            c.execute(Q["job_apply_event"], {
+                "job_id": apply.event.job_id,
+                "job_status": None if apply.job_status is None else apply.job_status.value,
+                "set_next_run_at": int(apply.set_next_run_at),
+                "next_run_at": ts(apply.next_run_at),
+                "last_run_id": apply.event.run_id,
+                "updated_at": ts(apply.event.emitted_at),
+            })
+            return True
+
+        return await self._db.write(tx)
+
+    # --- shard leases --------------------------------------------------------------------
+    async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,
+                                   ttl_seconds: float) -> list[int]:
+        expires = ts(now + timedelta(seconds=ttl_seconds))
+
+        def tx(c: sqlite3.Connection) -> list[int]:
+            c.executemany(Q["shard_lease_take"], [
+                {"shard": s, "owner": owner, "expires_at": expires, "now": ts(now)}
+                for s in shards
+            ])
+            rows = c.execute(Q["shard_leases_owned"], {"owner": owner, "now": ts(now)})
+            return [int(r["shard"]) for r in rows]
+
+        return await self._db.write(tx)
+
+    async def shard_leases_release(self, owner: str) -> None:
+        await self._db.write(lambda c: c.execute(Q["shard_leases_release"], {"owner": owner}))
+
+    async def shard_owners(self, now: datetime) -> dict[int, str]:
+        rows = await self._all(Q["shard_owners"], {"now": ts(now)})
+        return {int(r["shard"]): r["owner"] for r in rows}
+
+    # --- tokens --------------------------------------------------------------------------
+    async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:
+        params = {"token_hash": token_hash, "user_id": user_id, "now": ts(now)}
+        await self._db.write(lambda c: c.execute(Q["token_add"], params))
+
+    async def token_user(self, token_hash: str) -> str | None:
+        row = await self._one(Q["token_user"], {"token_hash": token_hash})
+        return None if row is None else str(row["user_id"])
+
+    async def tokens_exist(self) -> bool:
+        row = await self._one(Q["tokens_exist"], {})
+        return bool(row and row["present"])
+
+    # --- helpers -------------------------------------------------------------------------
+    async def _one(self, sql: str, params: dict[str, Any]) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = await self._db.run(lambda c: c.execute(sql, params).fetchone())
+        return row
+
+    async def _all(self, sql: str, params: dict[str, Any]) -> list[sqlite3.Row]:
+        return await self._db.run(lambda c: c.execute(sql, params).fetchall())
+
+    async def explain_due_query(self, shard: int, bucket: int, now: datetime) -> list[str]:
+        """EXPLAIN QUERY PLAN of the due-run query, for tests and operators."""
+        rows = await self._all("EXPLAIN QUERY PLAN " + Q["runs_due_in_bucket"], {
+            "shard": shard, "bucket": bucket, "now": ts(now), "limit": 100,
+        })
+        return [str(r["detail"]) for r in rows]
+
+
+def _apply_migrations(c: sqlite3.Connection) -> None:
+    c.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
+              "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+    done = {int(r[0]) for r in c.execute("SELECT version FROM schema_migrations")}
+    for version, sql in load_migrations("onthedot.store", "sql/sqlite/migrations"):
+        if version in done:
+            continue
+        for statement in _split_statements(sql):
+            c.execute(statement)
+        c.execute("INSERT INTO schema_migrations (version, applied_at) "
+                  "VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))", (version,))
+
+
+def _split_statements(sql: str) -> list[str]:
+    """Split a migration into statements; sqlite3.complete_statement keeps ';' inside
+    strings and CHECKs intact."""
+    statements, current = [], ""
+    for line in sql.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                statements.append(current.strip())
+            current = ""
+    if current.strip() and not all(
+        ln.strip().startswith("--") or not ln.strip() for ln in current.splitlines()
+    ):
+        raise ValueError("migration ends with an incomplete statement")
+    return statements
+
+
+def _insert_or_revive(c: sqlite3.Connection, run: JobRun) -> None:
+    if c.execute(Q["run_insert"], run_to_params(run)).rowcount == 0:
+        c.execute(Q["run_revive"], {"run_id": run.run_id})
+
+
+def _append_event(c: sqlite3.Connection, job_id: str, run_id: str, status: RunStatus,
+                  at: datetime) -> RunEvent:
+    row = c.execute(Q["event_append"], {
+        "job_id": job_id, "run_id": run_id, "status": status.value, "emitted_at": ts(at),
+    }).fetchone()
+    return RunEvent(event_id=int(row["event_id"]), job_id=job_id, run_id=run_id, status=status,
+                    emitted_at=at)
+
+
+def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
+    """Walk the shard's hourly buckets from its watermark up to now, claiming due runs.
+
+    The watermark moves to the first bucket that is not fully drained, but never past
+    ``now - watermark_margin`` so a run inserted slightly in the past is still found."""
+    row = c.execute(Q["watermark_get"], {"shard": claim.shard}).fetchone()
+    now_bucket = time_bucket_of(claim.now)
+    safe_bucket = time_bucket_of(claim.now - timedelta(seconds=claim.watermark_margin_seconds))
+    if row is None:  # first visit: start at the oldest PENDING run, however old
+        oldest = c.execute(Q["oldest_pending_bucket"], {"shard": claim.shard}).fetchone()
+        start = oldest["bucket"] if oldest["bucket"] is not None else safe_bucket
+        bucket = min(int(start), safe_bucket)
+    else:
+        bucket = min(int(row["bucket"]), safe_bucket)
+    enqueued: list[JobRun] = []
+    skipped: list[JobRun] = []
+    new_watermark = safe_bucket
+    remaining = claim.limit
+    cursor = bucket_start(bucket)
+    while remaining > 0 and time_bucket_of(cursor) <= now_bucket:
+        b = time_bucket_of(cursor)
+        rows = c.execute(Q["runs_due_in_bucket"], {
+            "shard": claim.shard, "bucket": b, "now": ts(claim.now), "limit": remaining,
+        }).fetchall()
+        for r in rows:
+            run = run_from_row(r)
+            if _misfired(run, r["misfire_policy"], claim):
+                c.execute(Q["run_mark_skipped"], {"run_id": run.run_id, "now": ts(claim.now)})
+                _append_event(c, run.job_id, run.run_id, RunStatus.SKIPPED, claim.now)
+                skipped.append(replace(run, status=RunStatus.SKIPPED, finished_at=claim.now))
+            else:
+                c.execute(Q["run_mark_enqueued"], {"run_id": run.run_id, "now": ts(claim.now)})
+                enqueued.append(replace(run, status=RunStatus.ENQUEUED, enqueued_at=claim.now))
+        remaining -= len(rows)
+        if remaining == 0:
+            new_watermark = min(new_watermark, b)  # this bucket may hold more: look again
+        cursor += HOUR
+    c.execute(Q["watermark_set"], {"shard": claim.shard, "bucket": new_watermark})
+    return DueClaimed(enqueued=enqueued, skipped=skipped)
+
+
+def _misfired(run: JobRun, misfire_policy: str, claim: DueClaim) -> bool:
+    if run.kind == "manual" or misfire_policy != "skip":
+        return False
+    return (claim.now - run.scheduled_at).total_seconds() > claim.misfire_grace_seconds

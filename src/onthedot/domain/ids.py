@@ -57,6 +57,12 @@ def run_id_for(job_id: str, scheduled_at: datetime) -> str:
     return f"{job_id}-{scheduled_at.astimezone(UTC):%Y%m%dT%H%M%S%fZ}"
 
 
+def scheduled_at_of(run_id: str) -> datetime:
+    """Inverse of run_id_for: lets a time-partitioned store prune to one partition by run id."""
+    stamp = run_id.rsplit("-", 1)[1]
+    return datetime.strptime(stamp, "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
+
+
 def shard_of(job_id: str, shards: int = DEFAULT_SHARDS) -> int:
     """Stable across processes and Python versions (``hash()`` is salted per process)."""
     return zlib.crc32(job_id.encode()) % shards

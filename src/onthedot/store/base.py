@@ -123,6 +123,13 @@ class Store(Protocol):
         """Raise BackendError when the database does not answer."""
         ...
 
+    async def due_notice_wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for another process's signal that a run became due
+        soon (PostgreSQL: LISTEN/NOTIFY, sent when a PENDING run due within a few seconds is
+        inserted). Backends without cross-process signals wait out the timeout and return False.
+        """
+        ...
+
     # --- jobs (viewing path: always scoped by user) --------------------------------------
     async def job_create(self, job: Job, first_run: JobRun | None) -> JobCreated:
         """Insert the job and its first run in one transaction. When (user_id, idempotency_key)

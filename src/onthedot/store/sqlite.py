@@ -8,6 +8,7 @@ handed to two processes (SQLite has no SKIP LOCKED).
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -61,6 +62,11 @@ class SqliteStore:
 
     async def ping(self) -> None:
         await self._db.run(lambda c: c.execute("SELECT 1").fetchone())
+
+    async def due_notice_wait(self, seconds: float) -> bool:
+        # One process per file in practice: the in-process wakeup suffices.
+        await asyncio.sleep(seconds)
+        return False
 
     # --- jobs ----------------------------------------------------------------------------
     async def job_create(self, job: Job, first_run: JobRun | None) -> JobCreated:

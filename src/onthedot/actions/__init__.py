@@ -1,1 +1,44 @@
+"""Pluggable executors: a registry of actions by name."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from onthedot.actions.base import Action, ActionContext
+from onthedot.actions.message import MessageAction
+from onthedot.actions.webhook import WebhookAction
+from onthedot.domain.errors import ValidationError
+
+__all__ = ["Action", "ActionContext", "ActionRegistry", "default_registry"]
+
+
+class ActionRegistry:
+    def __init__(self, actions: list[Action] | None = None) -> None:
+        self._actions: dict[str, Action] = {}
+        for action in actions or []:
+            self.register(action)
+
+    def register(self, action: Action) -> None:
+        self._actions[action.name] = action
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._actions)
+
+    def get(self, name: str) -> Action:
+        action = self._actions.get(name)
+        if action is None:
+            raise ValidationError(f"unknown action type {name!r}", code="unknown_action",
+                                  field="action.type", expected=" | ".join(self.names))
+        return action
+
+    def validate(self, action: dict[str, Any]) -> None:
+        kind = action.get("type")
+        if not isinstance(kind, str):
+            raise ValidationError("the action needs a type", code="missing_field",
+                                  field="action.type", expected=" | ".join(self.names))
+        self.get(kind).validate(action)
+
+
+def default_registry() -> ActionRegistry:
+    return ActionRegistry([MessageAction(), WebhookAction()])

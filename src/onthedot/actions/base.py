@@ -1,0 +1,36 @@
+"""The Action protocol: what a run does when it fires.
+
+Actions never retry on their own: one ``execute`` call is one attempt, and the worker decides
+about retries. Every call carries the run's idempotency key (the run id) so the receiving side
+can drop a duplicate of an attempt that succeeded but was not recorded (at-least-once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from onthedot.domain.models import Job, JobRun
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    job: Job
+    run: JobRun
+    idempotency_key: str
+    timeout_seconds: float
+    http: httpx.AsyncClient
+
+
+class Action(Protocol):
+    name: str
+
+    def validate(self, params: dict[str, Any]) -> None:
+        """Raise ValidationError (field ``action.<key>``) for parameters that can never work."""
+        ...
+
+    async def execute(self, params: dict[str, Any], ctx: ActionContext) -> Any:
+        """Do one attempt; return a JSON-serialisable output or raise ActionError."""
+        ...

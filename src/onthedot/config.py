@@ -1,0 +1,50 @@
+"""All settings in one place: ``ONTHEDOT_*`` environment variables, overridable by CLI flags.
+
+Defaults work out of the box: one SQLite file in the current directory, the table queue inside
+it, the API on loopback.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ONTHEDOT_", extra="ignore")
+
+    database_url: str = Field("sqlite:///onthedot.db",
+                              description="sqlite:///path.db or postgresql://user@host/db")
+    queue_url: str | None = Field(None, description="nats://host:4222; default: a table queue "
+                                  "in the store's own database (SQLite only)")
+    host: str = Field("127.0.0.1", description="API bind address")
+    port: int = Field(8080, ge=0, le=65535, description="API port")
+    workers: int = Field(16, ge=1, le=10_000,
+                         description="runs one worker process executes concurrently")
+    visibility_timeout: float = Field(30.0, gt=0, description="seconds a received run stays "
+                                      "invisible to other workers; heartbeats every third of it")
+    min_interval: float = Field(60.0, ge=0, description="smallest allowed gap, in seconds, "
+                                "between two occurrences of a recurring job")
+    tick_seconds: float = Field(1.0, gt=0, le=1.0, description="watcher tick (at most 1 s)")
+    shards: int = Field(32, ge=1, le=4096, description="number of run shards (fixed per database)")
+    misfire_grace: float = Field(60.0, ge=0, description="seconds late before a run counts as "
+                                 "missed and a job with misfire_policy=skip skips it")
+    republish_after: float = Field(60.0, gt=0, description="seconds an ENQUEUED run may wait "
+                                   "before the watcher publishes it again (lost publish)")
+    shutdown_grace: float = Field(30.0, ge=0, description="seconds in-flight runs get to finish "
+                                  "on SIGTERM")
+    default_timezone: str = Field("UTC", description="timezone of jobs that name none")
+    shard_lease_seconds: float = Field(10.0, gt=0, description="shard ownership lease of a watcher")
+    max_body_bytes: int = Field(65536, gt=0, description="largest accepted API request body")
+    llm_base_url: str | None = Field(None, description="OpenAI-compatible API base URL "
+                                     "(e.g. http://127.0.0.1:11434/v1); unset = offline parser")
+    llm_model: str = Field("gpt-4o-mini", description="model name for the chat front door and "
+                           "the llm action")
+    llm_api_key: str | None = Field(None, description="API key for llm_base_url")
+    log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Environment first, then explicit overrides (CLI flags) that are not None."""
+    values = {k: v for k, v in overrides.items() if v is not None}
+    return Settings(**values)  # type: ignore[arg-type]

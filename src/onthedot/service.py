@@ -1,0 +1,406 @@
+"""The service layer: every use case of a job, shared by the REST API, MCP tools and chat.
+
+It validates, computes the first occurrence and writes the Job and its first JobRun in one
+store transaction. It never executes anything: the watcher and workers do that.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from onthedot.actions import ActionRegistry
+from onthedot.config import Settings
+from onthedot.domain.clock import Clock
+from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
+from onthedot.domain.ids import new_ulid, run_id_for, shard_of, time_bucket_of
+from onthedot.domain.models import (
+    Job,
+    JobParams,
+    JobRun,
+    JobStatus,
+    MisfirePolicy,
+    RetryPolicy,
+    RunKind,
+    RunStatus,
+)
+from onthedot.queue.base import Queue
+from onthedot.schedule import Schedule, compile_schedule
+from onthedot.store.base import JobListQuery, JobSave, Store
+
+T = TypeVar("T")
+MAX_PAGE_SIZE = 100
+MAX_NAME_CHARS = 200
+MAX_TIMEOUT_SECONDS = 3600.0
+MAX_ATTEMPTS_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What a client asks for; validated by the service."""
+
+    action: dict[str, Any]
+    params: JobParams
+    name: str | None = None
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    misfire_policy: MisfirePolicy = "run_late"
+    timeout_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class JobPatch:
+    """Fields of a PATCH; None leaves a field as it is."""
+
+    name: str | None = None
+    action: dict[str, Any] | None = None
+    params: JobParams | None = None
+    retry_policy: RetryPolicy | None = None
+    misfire_policy: MisfirePolicy | None = None
+    timeout_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class JobView:
+    job: Job
+    status: str  # user-facing: scheduled | running | completed | failed | paused | cancelled
+    last_run: JobRun | None
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_page_token: str | None
+
+
+class JobService:
+    def __init__(self, store: Store, queue: Queue, clock: Clock, settings: Settings,
+                 actions: ActionRegistry,
+                 on_due_soon: Callable[[datetime], None] | None = None) -> None:
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+        self.settings = settings
+        self.actions = actions
+        self._on_due_soon = on_due_soon or (lambda _at: None)
+
+    def set_due_soon_hook(self, hook: Callable[[datetime], None]) -> None:
+        """The in-process watcher wants to hear at once about runs due within its tick."""
+        self._on_due_soon = hook
+
+    # --- create / read -------------------------------------------------------------------
+    async def create_job(self, user_id: str, spec: JobSpec,
+                         idempotency_key: str | None = None) -> tuple[JobView, bool]:
+        now = self.clock.now()
+        spec = self._validated(spec)
+        schedule = self._compile(spec.params, anchor=now, now=now)
+        first_at = self._first_occurrence(spec.params, schedule, now)
+        job_id = new_ulid(now)
+        job = Job(
+            job_id=job_id, user_id=user_id, name=spec.name or _default_name(spec),
+            action=spec.action, params=spec.params, status=JobStatus.SCHEDULED,
+            created_at=now, updated_at=now, retry_policy=spec.retry_policy,
+            misfire_policy=spec.misfire_policy, timeout_seconds=spec.timeout_seconds,
+            idempotency_key=idempotency_key, request_hash=_request_hash(spec),
+            next_run_at=first_at,
+        )
+        run = self._new_run(job_id, first_at, "scheduled")
+        result = await self.store.job_create(job, run)
+        if not result.created:
+            if result.job.request_hash != job.request_hash:
+                raise ConflictError(
+                    "this Idempotency-Key was already used with a different request",
+                    code="idempotency_key_reused", field="Idempotency-Key",
+                    expected="a new key for a different request")
+            return await self._view(result.job), False
+        self._due_soon(first_at)
+        return JobView(job=job, status=job.status.value, last_run=None), True
+
+    async def get_job(self, user_id: str, job_id: str) -> JobView:
+        return await self._view(await self._job(user_id, job_id))
+
+    async def list_jobs(self, user_id: str, *, status: str | None = None,
+                        start_time: datetime | None = None, end_time: datetime | None = None,
+                        page_size: int = 20, page_token: str | None = None) -> Page[JobView]:
+        _check_page_size(page_size)
+        stored_status = _parse_status_filter(status)
+        query = JobListQuery(user_id=user_id, status=stored_status, created_from=start_time,
+                             created_to=end_time, before_job_id=_decode_token(page_token, "j"),
+                             limit=page_size + 1)
+        jobs = await self.store.jobs_list(query)
+        views = [await self._view(j) for j in jobs[:page_size]]
+        if status == "running":
+            views = [v for v in views if v.status == "running"]
+        token = _encode_token("j", jobs[page_size - 1].job_id) if len(jobs) > page_size else None
+        return Page(items=views, next_page_token=token)
+
+    # --- change --------------------------------------------------------------------------
+    async def update_job(self, user_id: str, job_id: str, patch: JobPatch) -> JobView:
+        job = await self._job(user_id, job_id)
+        if job.status is JobStatus.CANCELLED:
+            raise ConflictError("a deleted job cannot be changed", code="job_cancelled",
+                                field="job_id", expected="a job that is not cancelled")
+        spec = self._validated(JobSpec(
+            action=patch.action if patch.action is not None else job.action,
+            params=patch.params if patch.params is not None else job.params,
+            name=patch.name if patch.name is not None else job.name,
+            retry_policy=patch.retry_policy or job.retry_policy,
+            misfire_policy=patch.misfire_policy or job.misfire_policy,
+            timeout_seconds=patch.timeout_seconds or job.timeout_seconds,
+        ))
+        now = self.clock.now()
+        updated = replace(job, name=spec.name or job.name, action=spec.action, params=spec.params,
+                          retry_policy=spec.retry_policy, misfire_policy=spec.misfire_policy,
+                          timeout_seconds=spec.timeout_seconds, updated_at=now)
+        if patch.params is None or patch.params == job.params:
+            await self.store.job_save(JobSave(job=updated))
+            return await self._view(updated)
+        # A new schedule replaces the pending run (a finished one-time job comes back to life).
+        schedule = self._compile(spec.params, anchor=job.created_at, now=now)
+        if job.status is JobStatus.PAUSED:
+            await self.store.job_save(JobSave(job=updated))
+            return await self._view(updated)
+        first_at = self._first_occurrence(spec.params, schedule, now)
+        updated = replace(updated, status=JobStatus.SCHEDULED, next_run_at=first_at)
+        run = self._new_run(job.job_id, first_at, "scheduled")
+        await self.store.job_save(JobSave(job=updated, cancel_open_runs=True, insert_run=run))
+        self._due_soon(first_at)
+        return await self._view(updated)
+
+    async def delete_job(self, user_id: str, job_id: str) -> None:
+        job = await self._job(user_id, job_id)
+        if job.status is JobStatus.CANCELLED:
+            return
+        cancelled = replace(job, status=JobStatus.CANCELLED, next_run_at=None,
+                            updated_at=self.clock.now())
+        await self.store.job_save(JobSave(job=cancelled, cancel_open_runs=True))
+
+    async def pause_job(self, user_id: str, job_id: str) -> JobView:
+        job = await self._job(user_id, job_id)
+        if job.status is JobStatus.PAUSED:
+            return await self._view(job)
+        if job.status is not JobStatus.SCHEDULED:
+            raise ConflictError(f"a {job.status.value} job cannot be paused", code="not_pausable",
+                                field="status", expected="a scheduled job")
+        paused = replace(job, status=JobStatus.PAUSED, next_run_at=None,
+                         updated_at=self.clock.now())
+        await self.store.job_save(JobSave(job=paused, cancel_open_runs=True))
+        return await self._view(paused)
+
+    async def resume_job(self, user_id: str, job_id: str) -> JobView:
+        job = await self._job(user_id, job_id)
+        if job.status is JobStatus.SCHEDULED:
+            return await self._view(job)
+        if job.status is not JobStatus.PAUSED:
+            raise ConflictError(f"a {job.status.value} job cannot be resumed",
+                                code="not_resumable", field="status", expected="a paused job")
+        now = self.clock.now()
+        next_at = await self._resume_occurrence(job, now)
+        resumed = replace(job, status=JobStatus.SCHEDULED, next_run_at=next_at, updated_at=now)
+        run = None if next_at is None else self._new_run(job.job_id, next_at, "scheduled")
+        if run is None:
+            resumed = replace(resumed, status=JobStatus.COMPLETED)
+        await self.store.job_save(JobSave(job=resumed, insert_run=run))
+        if next_at is not None:
+            self._due_soon(next_at)
+        return await self._view(resumed)
+
+    async def run_job_now(self, user_id: str, job_id: str) -> JobRun:
+        job = await self._job(user_id, job_id)
+        if job.status is JobStatus.CANCELLED:
+            raise ConflictError("a deleted job cannot run", code="job_cancelled",
+                                field="job_id", expected="a job that is not cancelled")
+        now = self.clock.now()
+        run = self._new_run(job.job_id, now, "manual")
+        await self.store.run_insert(run)
+        self._due_soon(now)
+        return run
+
+    # --- runs and dead letters -----------------------------------------------------------
+    async def list_runs(self, user_id: str, job_id: str, *, page_size: int = 20,
+                        page_token: str | None = None) -> Page[JobRun]:
+        _check_page_size(page_size)
+        await self._job(user_id, job_id)
+        before = _decode_token(page_token, "r")
+        before_at = None if before is None else datetime.fromisoformat(before)
+        runs = await self.store.runs_list(job_id, page_size + 1, before_at)
+        token = (_encode_token("r", runs[page_size - 1].scheduled_at.isoformat())
+                 if len(runs) > page_size else None)
+        return Page(items=runs[:page_size], next_page_token=token)
+
+    async def get_run(self, user_id: str, run_id: str) -> JobRun:
+        run = await self.store.run_get(run_id)
+        if run is None or await self.store.job_get(user_id, run.job_id) is None:
+            raise NotFoundError(f"no run {run_id}", field="run_id")
+        return run
+
+    async def list_dead_letters(self, user_id: str, *, page_size: int = 20,
+                                page_token: str | None = None) -> Page[JobRun]:
+        _check_page_size(page_size)
+        runs = await self.store.runs_dead_lettered(user_id, page_size + 1,
+                                                   _decode_token(page_token, "d"))
+        token = (_encode_token("d", runs[page_size - 1].run_id)
+                 if len(runs) > page_size else None)
+        return Page(items=runs[:page_size], next_page_token=token)
+
+    async def redrive(self, user_id: str, run_id: str) -> JobRun:
+        run = await self.get_run(user_id, run_id)
+        if not run.dead_lettered:
+            raise ConflictError("only a dead-lettered run can be redriven", code="not_dead_letter",
+                                field="run_id", expected="a run listed in /v1/dead-letters")
+        redriven = await self.store.run_redrive(run_id, self.clock.now())
+        if redriven is None:
+            raise ConflictError("the run was redriven already", code="not_dead_letter",
+                                field="run_id", expected="a run listed in /v1/dead-letters")
+        await self.queue.dead_letter_redrive(run_id)
+        # The queue's copy may be gone (or never existed); publishing again is harmless.
+        await self.queue.send(run_id, run_message(redriven))
+        return redriven
+
+    # --- helpers -------------------------------------------------------------------------
+    def compile(self, job: Job) -> Schedule:
+        return self._compile(job.params, anchor=job.created_at, now=None)
+
+    def _compile(self, params: JobParams, *, anchor: datetime,
+                 now: datetime | None) -> Schedule:
+        return compile_schedule(params, anchor=anchor, now=now,
+                                min_interval_seconds=self.settings.min_interval)
+
+    def _first_occurrence(self, params: JobParams, schedule: Schedule,
+                          now: datetime) -> datetime:
+        if params.type == "immediate":
+            return now
+        if params.type == "one-time":
+            # A time slightly in the past (within the grace compile accepted) runs at once.
+            first = schedule.next_after(datetime.min.replace(tzinfo=now.tzinfo))
+        else:
+            first = schedule.next_at_or_after(now)
+        if first is None:
+            raise ValidationError("the schedule has no future occurrence",
+                                  code="no_future_occurrence", field="job_params.schedule",
+                                  expected="a schedule that fires again after now")
+        return first
+
+    async def _resume_occurrence(self, job: Job, now: datetime) -> datetime | None:
+        """Recurring: the next occurrence after now (missed ones are not made up). One-time and
+        immediate: the original time again, so the misfire policy decides about lateness."""
+        if job.params.type == "recurring":
+            return self.compile(job).next_after(now)
+        runs = await self.store.runs_list(job.job_id, 50, None)
+        scheduled = [r for r in runs if r.kind == "scheduled"]
+        if any(r.status in (RunStatus.SUCCEEDED, RunStatus.SKIPPED) for r in scheduled):
+            return None
+        return scheduled[-1].scheduled_at if scheduled else now
+
+    def _new_run(self, job_id: str, at: datetime, kind: RunKind) -> JobRun:
+        return JobRun(run_id=run_id_for(job_id, at), job_id=job_id, scheduled_at=at,
+                      time_bucket=time_bucket_of(at), shard=shard_of(job_id, self.settings.shards),
+                      status=RunStatus.PENDING, kind=kind)
+
+    def _due_soon(self, at: datetime) -> None:
+        if at <= self.clock.now() + timedelta(seconds=self.settings.tick_seconds):
+            self._on_due_soon(at)
+
+    async def _job(self, user_id: str, job_id: str) -> Job:
+        job = await self.store.job_get(user_id, job_id)
+        if job is None:
+            raise NotFoundError(f"no job {job_id}", field="job_id",
+                                expected="the job_id of one of your jobs")
+        return job
+
+    async def _view(self, job: Job) -> JobView:
+        runs = await self.store.runs_list(job.job_id, 3, None)
+        now = self.clock.now()
+        started = [r for r in runs if r.status not in (RunStatus.PENDING, RunStatus.CANCELLED)
+                   or r.scheduled_at <= now]
+        last = started[0] if started else None
+        running = any(r.status in (RunStatus.RUNNING, RunStatus.RETRYING) for r in runs)
+        status = "running" if running and job.status is JobStatus.SCHEDULED else job.status.value
+        return JobView(job=job, status=status, last_run=last)
+
+    def _validated(self, spec: JobSpec) -> JobSpec:
+        self.actions.validate(spec.action)
+        name = (spec.name or "").strip()
+        if len(name) > MAX_NAME_CHARS:
+            raise ValidationError("name is too long", field="name",
+                                  expected=f"at most {MAX_NAME_CHARS} characters")
+        policy = spec.retry_policy
+        if not 1 <= policy.max_attempts <= MAX_ATTEMPTS_LIMIT:
+            raise ValidationError("max_attempts out of range", field="retry_policy.max_attempts",
+                                  expected=f"an integer from 1 to {MAX_ATTEMPTS_LIMIT}")
+        if policy.backoff_seconds < 0 or policy.max_backoff_seconds < policy.backoff_seconds:
+            raise ValidationError("backoff out of range", field="retry_policy.backoff_seconds",
+                                  expected="0 <= backoff_seconds <= max_backoff_seconds")
+        if spec.misfire_policy not in ("run_late", "skip"):
+            raise ValidationError("unknown misfire policy", field="misfire_policy",
+                                  expected="run_late | skip")
+        if not 0 < spec.timeout_seconds <= MAX_TIMEOUT_SECONDS:
+            raise ValidationError("timeout out of range", field="timeout_seconds",
+                                  expected=f"more than 0 and at most {MAX_TIMEOUT_SECONDS:g}")
+        params = spec.params
+        if not params.timezone:
+            params = replace(params, timezone=self.settings.default_timezone)
+        return replace(spec, name=name or None, params=params)
+
+
+def run_message(run: JobRun) -> bytes:
+    """The queue message body; workers re-read everything else from the store."""
+    return json.dumps({"run_id": run.run_id, "job_id": run.job_id}).encode()
+
+
+def _default_name(spec: JobSpec) -> str:
+    action = spec.action
+    text = action.get("text") or action.get("prompt") or action.get("url") or action["type"]
+    return str(text)[:80]
+
+
+def _request_hash(spec: JobSpec) -> str:
+    canonical = json.dumps({
+        "action": spec.action, "params": spec.params.to_dict(), "name": spec.name,
+        "retry": spec.retry_policy.to_dict(), "misfire": spec.misfire_policy,
+        "timeout": spec.timeout_seconds,
+    }, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _check_page_size(page_size: int) -> None:
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise ValidationError("page_size out of range", field="page_size",
+                              expected=f"an integer from 1 to {MAX_PAGE_SIZE}")
+
+
+def _parse_status_filter(status: str | None) -> JobStatus | None:
+    if status is None or status == "running":
+        return None if status is None else JobStatus.SCHEDULED
+    try:
+        return JobStatus(status)
+    except ValueError:
+        raise ValidationError(f"unknown status {status!r}", field="status",
+                              expected="scheduled | running | completed | failed | paused | "
+                                       "cancelled") from None
+
+
+def _encode_token(kind: str, value: str) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{value}".encode()).decode().rstrip("=")
+
+
+def _decode_token(token: str | None, kind: str) -> str | None:
+    if token is None:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        got_kind, value = raw.split(":", 1)
+    except ValueError:
+        got_kind, value = "", ""
+    if got_kind != kind or not value:
+        raise ValidationError("page_token is not valid here", code="invalid_page_token",
+                              field="page_token", expected="a next_page_token from this listing")
+    return value
+
+
+__all__ = ["JobPatch", "JobService", "JobSpec", "JobView", "Page",
+           "run_message"]

@@ -15,7 +15,8 @@ Concurrency contract (every backend must honour it; ``tests/conformance`` proves
 * ``event_apply`` inserts the next run (insert-if-absent on the deterministic run id), updates the
   job's projection and advances the consumer's cursor in ONE transaction, guarded by the cursor's
   previous position, so an event applied twice or concurrently has its effect once.
-* Shard leases: a shard has at most one owner whose lease has not expired.
+* Shard leases: a shard has at most one owner whose lease has not expired. Membership rows
+  (``members_heartbeat``) only say who is alive; ownership is always the lease.
 """
 
 from __future__ import annotations
@@ -217,6 +218,15 @@ class Store(Protocol):
     async def shard_leases_release(self, owner: str) -> None: ...
 
     async def shard_owners(self, now: datetime) -> dict[int, str]: ...
+
+    async def members_heartbeat(self, group: str, member: str, now: datetime,
+                                ttl_seconds: float) -> list[str]:
+        """Record that ``member`` of ``group`` (e.g. all watchers) is alive until now + ttl;
+        return the live members, sorted. Watchers split shards over this list; the first
+        live member of the ``recurring`` group is its leader."""
+        ...
+
+    async def members_leave(self, group: str, member: str) -> None: ...
 
     # --- API tokens (stored hashed) -------------------------------------------------------
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None: ...

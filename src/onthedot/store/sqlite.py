@@ -260,6 +260,22 @@ class SqliteStore:
         rows = await self._all(Q["shard_owners"], {"now": ts(now)})
         return {int(r["shard"]): r["owner"] for r in rows}
 
+    async def members_heartbeat(self, group: str, member: str, now: datetime,
+                                ttl_seconds: float) -> list[str]:
+        params = {"group_name": group, "member": member, "now": ts(now),
+                  "expires_at": ts(now + timedelta(seconds=ttl_seconds))}
+
+        def tx(c: sqlite3.Connection) -> list[str]:
+            c.execute(Q["member_heartbeat"], params)
+            c.execute(Q["members_expired_delete"], params)
+            return [str(r["member"]) for r in c.execute(Q["members_live"], params)]
+
+        return await self._db.write(tx)
+
+    async def members_leave(self, group: str, member: str) -> None:
+        params = {"group_name": group, "member": member}
+        await self._db.write(lambda c: c.execute(Q["member_leave"], params))
+
     # --- tokens --------------------------------------------------------------------------
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:
         params = {"token_hash": token_hash, "user_id": user_id, "now": ts(now)}

@@ -182,6 +182,19 @@ DELETE FROM shard_leases WHERE owner = :owner
 -- name: shard_owners
 SELECT shard, owner FROM shard_leases WHERE expires_at > :now
 
+-- name: member_heartbeat
+INSERT INTO members (group_name, member, expires_at) VALUES (:group_name, :member, :expires_at)
+ON CONFLICT (group_name, member) DO UPDATE SET expires_at = excluded.expires_at
+
+-- name: members_expired_delete
+DELETE FROM members WHERE group_name = :group_name AND expires_at <= :now
+
+-- name: members_live
+SELECT member FROM members WHERE group_name = :group_name AND expires_at > :now ORDER BY member
+
+-- name: member_leave
+DELETE FROM members WHERE group_name = :group_name AND member = :member
+
 -- name: token_add
 INSERT INTO api_tokens (token_hash, user_id, created_at) VALUES (:token_hash, :user_id, :now)
 

@@ -84,6 +84,13 @@ CREATE TABLE shard_leases (
     expires_at TEXT NOT NULL
 );
 
+CREATE TABLE members (
+    group_name TEXT NOT NULL,
+    member     TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    PRIMARY KEY (group_name, member)
+);
+
 CREATE TABLE api_tokens (
     token_hash TEXT PRIMARY KEY,                    -- sha256 of the bearer token; never the token
     user_id    TEXT NOT NULL,

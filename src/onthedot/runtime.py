@@ -9,8 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+import os
+import secrets
+import socket
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from onthedot.actions import ActionRegistry, default_registry
 from onthedot.config import Settings
@@ -20,6 +24,8 @@ from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue
 from onthedot.service import JobService
 from onthedot.store.base import Store
+from onthedot.watcher import Dispatcher, RecurringWatcher
+from onthedot.worker import Worker
 
 log = logging.getLogger("onthedot")
 
@@ -66,8 +72,13 @@ class Runtime:
     service: JobService
     actions: ActionRegistry
     metrics: Metrics = field(default_factory=Metrics)
+    member_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-"
+                           f"{secrets.token_hex(3)}")
+    dispatcher: Dispatcher | None = None
+    recurring: RecurringWatcher | None = None
+    worker: Worker | None = None
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    _stoppers: list[object] = field(default_factory=list)
 
     @classmethod
     async def open(cls, settings: Settings, clock: Clock | None = None,
@@ -84,25 +95,59 @@ class Runtime:
 
     async def start(self, roles: Iterable[str]) -> None:
         """Start background roles (any of ``ROLES``) as tasks of the running loop."""
-        from onthedot.engine import start_roles
+        wanted = set(roles)
+        for role in wanted - set(ROLES):
+            raise ConfigError(f"unknown role {role!r}", field="role", expected=" | ".join(ROLES))
+        self._stop.clear()
+        if "watcher" in wanted and self.dispatcher is None:
+            self.dispatcher = Dispatcher(self.store, self.queue, self.clock, self.settings,
+                                         self.metrics, self.member_id)
+            self.service.set_due_soon_hook(self.dispatcher.wake)
+            self._spawn(self.dispatcher.run(self._stop), "watcher")
+        if "recurring" in wanted and self.recurring is None:
+            self.recurring = RecurringWatcher(self.store, self.clock, self.settings,
+                                              self.member_id)
+            self._spawn(self.recurring.run(self._stop), "recurring")
+        if "worker" in wanted and self.worker is None:
+            self.worker = Worker(self.store, self.queue, self.clock, self.settings,
+                                 self.actions, self.metrics)
+            self._spawn(self.worker.run(self._stop), "worker")
 
-        for role in roles:
-            if role not in ROLES:
-                raise ConfigError(f"unknown role {role!r}", field="role",
-                                  expected=" | ".join(ROLES))
-        self._stoppers = await start_roles(self, set(roles))
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        self._tasks.append(asyncio.create_task(coro, name=f"onthedot-{name}"))
 
     async def stop(self, grace_seconds: float | None = None) -> None:
         """Stop taking new runs, give in-flight runs ``grace_seconds`` to finish, release the
         rest (their messages become visible again after the visibility timeout)."""
-        from onthedot.engine import stop_roles
-
         grace = self.settings.shutdown_grace if grace_seconds is None else grace_seconds
-        await stop_roles(self._stoppers, grace)
-        self._stoppers = []
+        self._stop.set()  # loops stop receiving and claiming at their next step
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self.worker is not None:
+            await self.worker.drain(grace)
+        self.dispatcher = self.recurring = self.worker = None
 
     async def close(self) -> None:
         await self.stop()
         with contextlib.suppress(Exception):
             await self.queue.close()
         await self.store.close()
+
+
+async def serve_roles(settings: Settings, roles: Iterable[str]) -> None:
+    """Run background roles in this process until SIGTERM or SIGINT, then stop gracefully:
+    no new runs are taken, in-flight ones get ``shutdown_grace`` seconds to finish."""
+    import signal
+
+    runtime = await Runtime.open(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await runtime.start(roles)
+        log.info("running %s as %s", ", ".join(sorted(roles)), runtime.member_id)
+        await stop.wait()
+        log.info("stopping: in-flight runs get %gs", settings.shutdown_grace)
+    finally:
+        await runtime.close()

@@ -1,0 +1,112 @@
+"""The dispatcher: per owned shard, claims due PENDING runs (-> ENQUEUED) and publishes them.
+
+It ticks at least every ``tick_seconds`` and is woken early when a run due within the tick is
+created (in-process by the service, across processes by the store's due notice). Publishing
+happens after the claim commits, so a crash in between leaves ENQUEUED runs that were never
+published: every tick also republishes ENQUEUED runs older than ``republish_after``. Duplicate
+publishes collapse on the message id and are fenced by the worker's claim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime, timedelta
+
+from onthedot.config import Settings
+from onthedot.domain.clock import Clock
+from onthedot.metrics import Metrics
+from onthedot.queue.base import Queue
+from onthedot.service import run_message
+from onthedot.store.base import DueClaim, Store
+from onthedot.watcher.shards import assigned_shards
+
+log = logging.getLogger("onthedot.watcher")
+
+CLAIM_BATCH = 1000  # runs claimed per shard per query; a full batch means "look again at once"
+MEMBER_GROUP = "watcher"
+
+
+class Dispatcher:
+    def __init__(self, store: Store, queue: Queue, clock: Clock, settings: Settings,
+                 metrics: Metrics, member_id: str) -> None:
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+        self.settings = settings
+        self.metrics = metrics
+        self.member_id = member_id
+        self.owned: list[int] = []
+        self._wake = asyncio.Event()
+
+    def wake(self, _due_at: datetime | None = None) -> None:
+        self._wake.set()
+
+    async def refresh_shards(self) -> list[int]:
+        """Heartbeat membership, then take or renew the leases of our assigned shards."""
+        now = self.clock.now()
+        ttl = self.settings.shard_lease_seconds
+        members = await self.store.members_heartbeat(MEMBER_GROUP, self.member_id, now, ttl)
+        wanted = assigned_shards(self.member_id, members, self.settings.shards)
+        self.owned = await self.store.shard_leases_acquire(self.member_id, wanted, now, ttl)
+        return self.owned
+
+    async def run_once(self) -> int:
+        """One tick over every owned shard; returns how many runs were published."""
+        published = 0
+        for shard in self.owned:
+            published += await self._dispatch_shard(shard)
+        return published
+
+    async def _dispatch_shard(self, shard: int) -> int:
+        now = self.clock.now()
+        claimed = await self.store.runs_claim_due(DueClaim(
+            shard=shard, now=now, limit=CLAIM_BATCH,
+            misfire_grace_seconds=self.settings.misfire_grace))
+        stale = await self.store.runs_stale_enqueued(
+            shard, now - timedelta(seconds=self.settings.republish_after), now, CLAIM_BATCH)
+        runs = claimed.enqueued + stale
+        if runs:
+            await self.queue.send_many([(r.run_id, run_message(r)) for r in runs])
+        for run in claimed.enqueued:
+            self.metrics.dispatch_lateness.observe(max(0.0, (now - run.scheduled_at)
+                                                       .total_seconds()))
+        if stale:
+            log.warning("republished %d runs of shard %d that waited over %gs", len(stale), shard,
+                        self.settings.republish_after)
+        return len(runs)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        lease_refresh_every = self.settings.shard_lease_seconds / 3
+        loop = asyncio.get_running_loop()
+        next_refresh = 0.0
+        while not stop.is_set():
+            try:
+                if loop.time() >= next_refresh:
+                    await self.refresh_shards()
+                    next_refresh = loop.time() + lease_refresh_every
+                self._wake.clear()
+                published = await self.run_once()
+            except Exception:
+                log.exception("dispatch tick failed; trying again next tick")
+                published = 0
+            if published < CLAIM_BATCH:  # a full batch: more are due, go again at once
+                await self._sleep(stop)
+        with contextlib.suppress(Exception):
+            await self.store.shard_leases_release(self.member_id)
+            await self.store.members_leave(MEMBER_GROUP, self.member_id)
+
+    async def _sleep(self, stop: asyncio.Event) -> None:
+        waits = {
+            asyncio.ensure_future(self._wake.wait()),
+            asyncio.ensure_future(stop.wait()),
+            asyncio.ensure_future(self.store.due_notice_wait(self.settings.tick_seconds)),
+        }
+        try:
+            await asyncio.wait(waits, timeout=self.settings.tick_seconds,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)

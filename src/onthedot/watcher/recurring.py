@@ -1,0 +1,103 @@
+"""The recurring watcher: reads terminal RunEvents in order and schedules what comes next.
+
+For each event, from a durable cursor: a recurring job that is still scheduled gets its next
+run (deterministic run id, insert-if-absent), computed after max(this occurrence, now) so missed
+occurrences coalesce into the one late run; a one-time or immediate job becomes completed or
+failed. The store applies the decision and advances the cursor in one transaction guarded by
+the cursor's old position, so an event processed twice (or a crash between insert and cursor
+advance) has its effect exactly once. Only the first live member of the group works; the
+others stand by.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import replace
+from datetime import datetime
+
+from onthedot.config import Settings
+from onthedot.domain.clock import Clock
+from onthedot.domain.ids import run_id_for, shard_of, time_bucket_of
+from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
+from onthedot.schedule import compile_schedule
+from onthedot.store.base import EventApply, Store
+
+log = logging.getLogger("onthedot.recurring")
+
+CONSUMER = "recurring"
+EVENT_BATCH = 500
+
+
+class RecurringWatcher:
+    def __init__(self, store: Store, clock: Clock, settings: Settings, member_id: str) -> None:
+        self.store = store
+        self.clock = clock
+        self.settings = settings
+        self.member_id = member_id
+
+    async def is_leader(self) -> bool:
+        members = await self.store.members_heartbeat(
+            CONSUMER, self.member_id, self.clock.now(), self.settings.shard_lease_seconds)
+        return bool(members) and members[0] == self.member_id
+
+    async def run_once(self) -> int:
+        """Apply the next batch of events; returns how many were applied."""
+        cursor = await self.store.cursor_get(CONSUMER)
+        applied = 0
+        for event in await self.store.events_after(cursor, EVENT_BATCH):
+            decision = await self.decide(event, cursor)
+            if not await self.store.event_apply(decision):
+                break  # another consumer moved the cursor; start over from the new position
+            cursor = event.event_id
+            applied += 1
+        return applied
+
+    async def decide(self, event: RunEvent, cursor: int) -> EventApply:
+        job = await self.store.job_get_any(event.job_id)
+        run = await self.store.run_get(event.run_id)
+        keep = EventApply(consumer=CONSUMER, previous_event_id=cursor, event=event,
+                          insert_run=None, job_status=None, next_run_at=None,
+                          set_next_run_at=False)
+        if job is None or run is None or run.kind == "manual":
+            return keep  # an extra run now changes nothing about the schedule
+        if job.params.type == "recurring":
+            if job.status is not JobStatus.SCHEDULED:
+                return keep  # paused or deleted: no next run
+            next_run = self.next_run(job, max(run.scheduled_at, self.clock.now()))
+            if next_run is None:
+                return replace(keep, job_status=JobStatus.COMPLETED, set_next_run_at=True)
+            return replace(keep, insert_run=next_run, next_run_at=next_run.scheduled_at,
+                           set_next_run_at=True)
+        if job.status in (JobStatus.PAUSED, JobStatus.CANCELLED):
+            return keep
+        status = JobStatus.FAILED if event.status is RunStatus.FAILED else JobStatus.COMPLETED
+        return replace(keep, job_status=status, set_next_run_at=True)
+
+    def next_run(self, job: Job, after: datetime) -> JobRun | None:
+        schedule = compile_schedule(job.params, anchor=job.created_at,
+                                    min_interval_seconds=0)  # validated at creation already
+        at = schedule.next_after(after)
+        if at is None:
+            return None
+        return JobRun(run_id=run_id_for(job.job_id, at), job_id=job.job_id, scheduled_at=at,
+                      time_bucket=time_bucket_of(at), shard=shard_of(job.job_id,
+                                                                     self.settings.shards),
+                      status=RunStatus.PENDING)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            applied = 0
+            try:
+                if await self.is_leader():
+                    applied = await self.run_once()
+            except Exception:
+                log.exception("recurring tick failed; trying again next tick")
+            if applied < EVENT_BATCH:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=self.settings.tick_seconds)
+        try:
+            await self.store.members_leave(CONSUMER, self.member_id)
+        except Exception:
+            log.warning("could not leave the recurring group cleanly", exc_info=True)

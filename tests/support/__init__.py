@@ -1,0 +1,1 @@
+"""Real peers for tests: an HTTP webhook receiver on loopback, process helpers, waiting."""

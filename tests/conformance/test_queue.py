@@ -1,0 +1,440 @@
+"""The Queue conformance suite: every backend, against the real thing, in real time.
+
+Each test runs once per backend: ``table`` (a fresh SQLite file) and ``nats`` (fresh streams on
+the JetStream server at 127.0.0.1:4222 under a random prefix, deleted at teardown). Visibility
+timeouts are short (``VISIBILITY`` seconds) so expiry takes about a second; waits go through
+``receive(wait_seconds=...)`` or ``eventually``, which return as soon as the condition holds.
+
+The fixtures live here rather than in conftest.py: this module owns them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import nats
+import nats.js.errors
+import pytest
+
+from onthedot.domain.errors import BackendError, ConfigError
+from onthedot.queue.base import Delivery, Queue
+from onthedot.queue.nats import NatsQueue
+from onthedot.queue.table import TableQueue
+
+NATS_URL = "nats://127.0.0.1:4222"
+VISIBILITY = 1.0  # seconds: the visibility timeout every test uses
+SOON = 5.0  # seconds: generous upper bound for something that should happen at once
+POLL_SECONDS = 0.02
+
+Factory = Callable[[], Awaitable[Queue]]
+
+
+async def eventually(condition: Callable[[], Awaitable[bool]], within: float = SOON,
+                     what: str = "condition") -> None:
+    deadline = time.monotonic() + within
+    while not await condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def receive_one(queue: Queue, within: float = SOON) -> Delivery:
+    got = await queue.receive(1, VISIBILITY, wait_seconds=within)
+    assert len(got) == 1, f"nothing delivered within {within}s"
+    return got[0]
+
+
+def assert_no_stray_tasks() -> None:
+    """Closing a queue must stop its background tasks (read loops, pingers, flushers)."""
+    current = asyncio.current_task()
+    stray = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+    assert not stray, f"tasks left running after the queues closed: {stray}"
+
+
+async def delete_streams(prefix: str) -> None:
+    nc = await nats.connect(NATS_URL)
+    try:
+        js = nc.jetstream()
+        for suffix in ("RUNS", "DLQ"):
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await js.delete_stream(f"{prefix.upper()}_{suffix}")
+    finally:
+        await nc.close()
+
+
+@pytest.fixture(params=["table", pytest.param("nats", marks=pytest.mark.nats)])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
+    """Opens queue objects that share one backend, as separate processes would."""
+    kind: str = request.param
+    prefix = f"t{secrets.token_hex(6)}"
+    opened: list[Queue] = []
+
+    async def make() -> Queue:
+        queue: Queue
+        if kind == "table":
+            queue = TableQueue(f"sqlite:///{tmp_path}/q.db")
+        else:
+            queue = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=VISIBILITY)
+        await queue.open()
+        opened.append(queue)
+        return queue
+
+    try:
+        yield make
+        for queue in opened:
+            await queue.close()
+        assert_no_stray_tasks()
+    finally:
+        for queue in opened:
+            await queue.close()
+        if kind == "nats":
+            await delete_streams(prefix)
+
+
+@pytest.fixture
+async def queue(backend: Factory) -> Queue:
+    return await backend()
+
+
+async def test_send_receive_ack(queue: Queue) -> None:
+    await queue.send("run-1", b"hello")
+    await queue.send_many([("run-2", b"two"), ("run-3", b"three")])
+
+    first = await queue.receive(2, VISIBILITY, wait_seconds=SOON)
+    assert [d.message_id for d in first] == ["run-1", "run-2"]
+    assert [d.body for d in first] == [b"hello", b"two"]
+    assert all(d.delivery_count == 1 for d in first)
+    assert len({d.receipt for d in first}) == 2
+    rest = await queue.receive(10, VISIBILITY, wait_seconds=SOON)
+    assert [(d.message_id, d.body) for d in rest] == [("run-3", b"three")]
+
+    for d in first + rest:
+        assert await queue.ack(d) is True
+    assert await queue.ack(first[0]) is False  # already acked
+    assert await queue.receive(10, VISIBILITY, wait_seconds=0.2) == []
+    assert await queue.depth() == 0
+
+
+async def test_receive_without_messages_returns_empty(queue: Queue) -> None:
+    assert await queue.receive(5, VISIBILITY) == []
+    started = time.monotonic()
+    assert await queue.receive(5, VISIBILITY, wait_seconds=0.3) == []
+    assert time.monotonic() - started >= 0.25
+
+
+async def test_waiting_receiver_gets_a_message_sent_meanwhile(backend: Factory) -> None:
+    receiver, sender = await backend(), await backend()
+    waiting = asyncio.create_task(receiver.receive(5, VISIBILITY, wait_seconds=SOON))
+    await asyncio.sleep(0.1)  # let the receive start waiting; correctness does not depend on it
+    await sender.send("run-1", b"x")
+    got = await waiting
+    assert [d.message_id for d in got] == ["run-1"]
+
+
+async def test_duplicate_send_collapses(queue: Queue) -> None:
+    await queue.send("run-1", b"x")
+    await queue.send("run-1", b"x")
+    await queue.send_many([("run-1", b"x"), ("run-2", b"y"), ("run-2", b"y")])
+    assert await queue.depth() == 2
+
+    got = await queue.receive(10, VISIBILITY, wait_seconds=SOON)
+    assert sorted(d.message_id for d in got) == ["run-1", "run-2"]
+    # Sending again while it is in flight collapses too.
+    await queue.send("run-1", b"x")
+    assert await queue.depth() == 2
+    for d in got:
+        assert await queue.ack(d)
+    assert await queue.receive(10, VISIBILITY, wait_seconds=0.3) == []
+
+
+async def test_in_flight_message_is_invisible_to_other_receivers(backend: Factory) -> None:
+    one, two = await backend(), await backend()
+    await one.send("run-1", b"x")
+    got = await receive_one(one)
+    assert await two.receive(10, VISIBILITY, wait_seconds=VISIBILITY / 2) == []
+    assert await one.receive(10, VISIBILITY, wait_seconds=0.1) == []
+    assert await one.ack(got)
+
+
+async def test_visibility_expiry_redelivers_and_stale_receiver_is_refused(
+        backend: Factory) -> None:
+    zombie, rescuer = await backend(), await backend()
+    await zombie.send("run-1", b"x")
+    stale = await receive_one(zombie)
+    assert stale.delivery_count == 1
+
+    # The zombie neither acks nor extends: after the visibility timeout another receiver gets it.
+    fresh = await receive_one(rescuer, within=VISIBILITY + SOON)
+    assert (fresh.message_id, fresh.body, fresh.delivery_count) == ("run-1", b"x", 2)
+    assert fresh.receipt != stale.receipt
+
+    # Every late move of the zombie is refused, and none of them disturbs the new holder.
+    assert await zombie.extend(stale, VISIBILITY) is False
+    assert await zombie.nack(stale, 0) is False
+    assert await zombie.dead_letter(stale, "zombie") is False
+    assert await zombie.ack(stale) is False
+    assert await zombie.receive(10, VISIBILITY, wait_seconds=0.2) == []
+    assert await zombie.dead_letters() == []
+    assert await rescuer.depth() == 1  # still there: no late move reached the backend
+    assert await rescuer.ack(fresh) is True
+    assert await rescuer.depth() == 0
+
+
+async def test_redelivery_to_the_same_receiver_makes_the_old_delivery_stale(
+        queue: Queue) -> None:
+    await queue.send("run-1", b"x")
+    first = await receive_one(queue)
+    second = await receive_one(queue, within=VISIBILITY + SOON)
+    assert second.delivery_count == 2
+    assert await queue.ack(first) is False
+    assert await queue.ack(second) is True
+
+
+async def test_extend_keeps_a_message_invisible_past_its_timeout(backend: Factory) -> None:
+    worker, other = await backend(), await backend()
+    await worker.send("run-1", b"x")
+    held = await receive_one(worker)
+    beats: list[bool] = []
+
+    async def heartbeat() -> None:
+        for _ in range(8):  # 8 beats of VISIBILITY/3: well past the original timeout
+            await asyncio.sleep(VISIBILITY / 3)
+            beats.append(await worker.extend(held, VISIBILITY))
+
+    beating = asyncio.create_task(heartbeat())
+    assert await other.receive(10, VISIBILITY, wait_seconds=VISIBILITY * 2.5) == []
+    await beating
+    assert beats == [True] * 8
+    assert await worker.ack(held) is True
+    assert await other.receive(10, VISIBILITY, wait_seconds=0.2) == []
+
+
+async def test_nack_with_delay_hides_the_message_until_the_delay_passed(queue: Queue) -> None:
+    delay = 1.5
+    await queue.send("run-1", b"x")
+    got = await receive_one(queue)
+    nacked_at = time.monotonic()
+    assert await queue.nack(got, delay) is True
+    assert await queue.ack(got) is False  # the nack ended this delivery
+
+    assert await queue.receive(10, VISIBILITY, wait_seconds=delay / 2) == []
+    again = await receive_one(queue, within=delay + SOON)
+    assert time.monotonic() - nacked_at >= delay - 0.05
+    assert (again.message_id, again.delivery_count) == ("run-1", 2)
+    assert await queue.ack(again)
+
+
+async def test_nack_without_delay_makes_the_message_visible_at_once(queue: Queue) -> None:
+    await queue.send("run-1", b"x")
+    got = await receive_one(queue)
+    assert await queue.nack(got, 0) is True
+    again = await receive_one(queue, within=VISIBILITY / 2)
+    assert again.delivery_count == 2
+
+
+async def test_dead_letter_is_listed_and_not_delivered_again(queue: Queue) -> None:
+    reason = "webhook answered 500: 伺服器錯誤\nafter 5 attempts"
+    await queue.send("run-1", b'{"run": 1}')
+    got = await receive_one(queue)
+    before = datetime.now(UTC)
+    assert await queue.dead_letter(got, reason) is True
+    after = datetime.now(UTC)
+
+    assert await queue.ack(got) is False
+    assert await queue.receive(10, VISIBILITY, wait_seconds=VISIBILITY * 1.5) == []
+    assert await queue.depth() == 0
+    [dead] = await queue.dead_letters()
+    assert (dead.message_id, dead.body, dead.reason) == ("run-1", b'{"run": 1}', reason)
+    assert before - timedelta(seconds=1) <= dead.dead_at <= after + timedelta(seconds=1)
+
+
+async def test_dead_letters_are_listed_newest_first_up_to_the_limit(queue: Queue) -> None:
+    await queue.send_many([(f"run-{i}", b"x") for i in range(3)])
+    got = await queue.receive(3, VISIBILITY, wait_seconds=SOON)
+    assert len(got) == 3
+    for d in sorted(got, key=lambda d: d.message_id):
+        assert await queue.dead_letter(d, f"failed {d.message_id}")
+    assert [d.message_id for d in await queue.dead_letters(limit=2)] == ["run-2", "run-1"]
+    assert len(await queue.dead_letters()) == 3
+
+
+async def test_redrive_delivers_again_with_the_original_message_id(queue: Queue) -> None:
+    await queue.send("run-1", b"body")
+    got = await receive_one(queue)
+    assert await queue.dead_letter(got, "boom")
+
+    assert await queue.dead_letter_redrive("run-1") is True
+    assert await queue.dead_letters() == []
+    assert await queue.dead_letter_redrive("run-1") is False
+    assert await queue.dead_letter_redrive("no-such-run") is False
+
+    again = await receive_one(queue)
+    assert (again.message_id, again.body, again.delivery_count) == ("run-1", b"body", 1)
+    # Dead-lettered a second time: one entry again, with the new reason.
+    assert await queue.dead_letter(again, "boom again")
+    assert [(d.message_id, d.reason) for d in await queue.dead_letters()] == [
+        ("run-1", "boom again")]
+
+
+async def test_depth_counts_waiting_and_in_flight(queue: Queue) -> None:
+    assert await queue.depth() == 0
+    await queue.send_many([("run-1", b"1"), ("run-2", b"2"), ("run-3", b"3")])
+    assert await queue.depth() == 3
+    a, b = await queue.receive(2, VISIBILITY, wait_seconds=SOON)
+    assert await queue.depth() == 3
+    assert await queue.ack(a)
+    assert await queue.depth() == 2
+    assert await queue.nack(b, 30)  # waiting behind its delay still counts
+    assert await queue.depth() == 2
+    c = await receive_one(queue)
+    assert await queue.dead_letter(c, "bad")
+    assert await queue.depth() == 1
+
+
+async def test_two_concurrent_receivers_get_each_message_once(backend: Factory) -> None:
+    total = 200
+    receivers = [await backend(), await backend()]
+    await receivers[0].send_many([(f"run-{i:03d}", str(i).encode()) for i in range(total)])
+    seen: list[tuple[int, str]] = []
+
+    async def work(index: int, queue: Queue) -> None:
+        deadline = time.monotonic() + 30
+        while len(seen) < total and time.monotonic() < deadline:
+            for d in await queue.receive(16, VISIBILITY, wait_seconds=0.2):
+                assert d.delivery_count == 1
+                seen.append((index, d.message_id))
+                assert await queue.ack(d)
+
+    await asyncio.gather(*(work(i, q) for i, q in enumerate(receivers)))
+    counts = Counter(message_id for _, message_id in seen)
+    assert len(counts) == total
+    assert set(counts.values()) == {1}
+    assert await receivers[0].depth() == 0
+
+
+# -- NATS only: what the protocol leaves to the backend ------------------------------------
+
+
+@pytest.mark.nats
+async def test_nats_visibility_timeout_is_fixed_per_consumer() -> None:
+    prefix = f"t{secrets.token_hex(6)}"
+    queue = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=VISIBILITY)
+    await queue.open()
+    try:
+        with pytest.raises(ConfigError) as caught:
+            await queue.receive(1, VISIBILITY * 2)
+        assert caught.value.field == "visibility_timeout"
+    finally:
+        await queue.close()
+        await delete_streams(prefix)
+
+
+@pytest.mark.nats
+async def test_nats_open_is_safe_from_many_processes_at_once() -> None:
+    prefix = f"t{secrets.token_hex(6)}"
+    queues = [NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=VISIBILITY)
+              for _ in range(4)]
+    try:
+        await asyncio.gather(*(q.open() for q in queues))
+        await queues[0].send("run-1", b"x")
+        got = await receive_one(queues[3])
+        assert got.message_id == "run-1"
+        # A changed visibility timeout updates the consumer in place.
+        changed = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=VISIBILITY * 3)
+        queues.append(changed)
+        await changed.open()
+        await changed.ping()
+    finally:
+        for q in queues:
+            await q.close()
+        await delete_streams(prefix)
+
+
+@pytest.mark.nats
+async def test_nats_ping_fails_with_backend_error_when_closed() -> None:
+    queue = NatsQueue(NATS_URL, prefix=f"t{secrets.token_hex(6)}", visibility_timeout=VISIBILITY)
+    with pytest.raises(BackendError):
+        await queue.ping()
+    unreachable = NatsQueue("nats://127.0.0.1:1", prefix="unused", open_timeout=1.0)
+    with pytest.raises(BackendError):
+        await unreachable.open()
+
+
+def _nats_server_binary() -> str | None:
+    found = shutil.which("nats-server") or "/usr/sbin/nats-server"
+    return found if os.path.exists(found) else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.mark.nats
+@pytest.mark.failure
+async def test_nats_survives_a_restarted_server(tmp_path: Path) -> None:
+    """A private nats-server (not the shared one) is stopped and started again on the same port
+    and store: the queue reconnects by itself and the stored message is still there."""
+    binary = _nats_server_binary()
+    if binary is None:
+        pytest.skip("nats-server binary not found")
+    port = _free_port()
+    command = [binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(tmp_path / "js")]
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    server = start()
+    queue = NatsQueue(f"nats://127.0.0.1:{port}", prefix="restart",
+                      visibility_timeout=VISIBILITY)
+
+    async def answers() -> bool:
+        try:
+            await queue.ping()
+        except BackendError:
+            return False
+        return True
+
+    try:
+        await eventually(lambda: _opened(queue), what="the private server to accept")
+        await queue.send("run-1", b"before")
+        server.terminate()
+        server.wait(timeout=10)
+        await eventually(lambda: _not(answers), within=10, what="ping to report the outage")
+
+        server = start()
+        await eventually(answers, within=15, what="the queue to reconnect")
+        await queue.send("run-2", b"after")
+        got = await queue.receive(10, VISIBILITY, wait_seconds=SOON)
+        assert sorted(d.message_id for d in got) == ["run-1", "run-2"]
+        for d in got:
+            assert await queue.ack(d)
+    finally:
+        await queue.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+async def _not(condition: Callable[[], Awaitable[bool]]) -> bool:
+    return not await condition()
+
+
+async def _opened(queue: NatsQueue) -> bool:
+    try:
+        await queue.open()
+    except BackendError:
+        return False
+    return True

@@ -1,0 +1,94 @@
+"""The ``Schedule`` protocol and the wall-clock machinery shared by cron and RRULE schedules."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+from onthedot.schedule.local import require_aware, resolve_local, wall_time
+
+_ONE_MICROSECOND = timedelta(microseconds=1)
+# Callers ask for "the first occurrence ever" with datetime.min; no wall clock can show a time
+# before this one (UTC offsets are under a day), so starting here never overflows.
+_EARLIEST = datetime(1, 1, 3, tzinfo=UTC)
+
+
+class Schedule(Protocol):
+    """When a job fires: a strictly increasing sequence of UTC instants (possibly empty)."""
+
+    def next_after(self, after: datetime) -> datetime | None:
+        """The first occurrence strictly after ``after`` (aware datetime), as an aware UTC
+        datetime; None when there is none."""
+        ...
+
+    def next_at_or_after(self, t: datetime) -> datetime | None:
+        """The first occurrence at or after ``t`` (aware datetime); None when there is none."""
+        ...
+
+    def upcoming(self, after: datetime, count: int) -> list[datetime]:
+        """Up to ``count`` next occurrences strictly after ``after``, in increasing order."""
+        ...
+
+
+class NoOccurrences:
+    """An immediate job: it runs once when created and never again by schedule."""
+
+    def next_after(self, after: datetime) -> datetime | None:
+        require_aware(after, "after")
+        return None
+
+    def next_at_or_after(self, t: datetime) -> datetime | None:
+        require_aware(t, "t")
+        return None
+
+    def upcoming(self, after: datetime, count: int) -> list[datetime]:
+        require_aware(after, "after")
+        return []
+
+    def __repr__(self) -> str:
+        return "NoOccurrences()"
+
+
+class WallClockSchedule(ABC):
+    """A schedule defined by matching wall times in one timezone.
+
+    Subclasses only enumerate matching naive wall times in increasing order; this class turns them
+    into instants with :func:`resolve_local` and drops every instant not strictly later than the
+    previous one. Because that mapping never decreases, dropping equal instants is all it takes to
+    merge the wall times of a spring-forward gap into one firing, and skipping instants not after
+    ``after`` is all it takes when ``after`` lies in the second pass of a repeated hour.
+    """
+
+    def __init__(self, tz: ZoneInfo) -> None:
+        self.tz = tz
+
+    @abstractmethod
+    def walls_after(self, wall: datetime) -> Iterator[datetime]:
+        """Matching naive wall times strictly after the naive wall time ``wall``, increasing."""
+
+    def instants_after(self, after: datetime) -> Iterator[datetime]:
+        """Occurrences strictly after ``after``, as aware UTC datetimes, strictly increasing."""
+        last = max(require_aware(after, "after"), _EARLIEST)
+        try:
+            start = wall_time(last, self.tz)
+            for wall in self.walls_after(start):
+                instant = resolve_local(wall, self.tz)
+                if instant > last:
+                    last = instant
+                    yield instant
+        except OverflowError:
+            # Past year 9999 in some timezone: there is nothing more to schedule.
+            return
+
+    def next_after(self, after: datetime) -> datetime | None:
+        return next(self.instants_after(after), None)
+
+    def next_at_or_after(self, t: datetime) -> datetime | None:
+        return self.next_after(require_aware(t, "t") - _ONE_MICROSECOND)
+
+    def upcoming(self, after: datetime, count: int) -> list[datetime]:
+        return list(islice(self.instants_after(after), max(count, 0)))

@@ -1,0 +1,181 @@
+"""``compile_schedule``: validate a job's ``JobParams`` and build its ``Schedule``."""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime, time, timedelta
+from itertools import islice, pairwise
+from zoneinfo import ZoneInfo
+
+from onthedot.domain.errors import ScheduleError
+from onthedot.domain.models import JobParams
+from onthedot.schedule.base import NoOccurrences, Schedule, WallClockSchedule
+from onthedot.schedule.cron import CRON_EXPECTED, CronSchedule, looks_like_cron
+from onthedot.schedule.ical import SCHEDULE_FIELD, looks_like_calendar
+from onthedot.schedule.local import load_timezone, require_aware, wall_time
+from onthedot.schedule.oneshot import TIME_EXPECTED, TIME_FIELD, OneTimeSchedule, parse_one_time
+from onthedot.schedule.rrule import RRULE_EXPECTED, compile_rrule
+
+TYPE_FIELD = "job_params.type"
+TIMEZONE_FIELD = "job_params.timezone"
+SCHEDULE_EXPECTED = (
+    f"{CRON_EXPECTED}; or {RRULE_EXPECTED}; or a VEVENT block "
+    '"BEGIN:VEVENT DTSTART;TZID=Asia/Taipei:20260622T080000 RRULE:FREQ=DAILY END:VEVENT"'
+)
+FREQUENCY_SAMPLE = 200  # gaps are checked between this many occurrences after the anchor
+
+
+def compile_schedule(
+    params: JobParams,
+    *,
+    anchor: datetime,
+    now: datetime | None = None,
+    min_interval_seconds: float = 60.0,
+    past_grace_seconds: float = 60.0,
+) -> Schedule:
+    """Validate and compile ``params`` into a :class:`Schedule`.
+
+    ``anchor`` is the job's creation instant (aware): the implicit DTSTART of a bare RRULE
+    (truncated to the minute in the job's timezone), so the same job always compiles to the same
+    schedule. When ``now`` is given, also check that a one-time time is not more than
+    ``past_grace_seconds`` in the past (``time_in_past``) and that a recurring schedule has an
+    occurrence after ``now`` (``no_future_occurrence``).
+
+    Compiled schedules are immutable and cached by (params, anchor, minimum interval): the service
+    compiles the same job again for each occurrence.
+    """
+    anchor = require_aware(anchor, "anchor")
+    schedule = _compile(params, anchor, float(min_interval_seconds))
+    if now is not None:
+        _check_against_now(params, schedule, require_aware(now, "now"), past_grace_seconds)
+    return schedule
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(params: JobParams, anchor: datetime, min_interval_seconds: float) -> Schedule:
+    tz = load_timezone(params.timezone or "", field=TIMEZONE_FIELD)
+    if params.type == "immediate":
+        return NoOccurrences()
+    if params.type == "one-time":
+        if not params.time or not params.time.strip():
+            raise ScheduleError(
+                "a one-time job needs job_params.time",
+                code="missing_field",
+                field=TIME_FIELD,
+                expected=TIME_EXPECTED,
+            )
+        return OneTimeSchedule(parse_one_time(params.time, tz))
+    if params.type == "recurring":
+        return _compile_recurring(params.schedule, tz, anchor, min_interval_seconds)
+    raise ScheduleError(
+        f"unknown job type {params.type!r}",
+        code="invalid_value",
+        field=TYPE_FIELD,
+        expected='one of "immediate", "one-time", "recurring"',
+    )
+
+
+def _compile_recurring(
+    text: str | None, tz: ZoneInfo, anchor: datetime, min_interval_seconds: float
+) -> WallClockSchedule:
+    if not text or not text.strip():
+        raise ScheduleError(
+            "a recurring job needs job_params.schedule",
+            code="missing_field",
+            field=SCHEDULE_FIELD,
+            expected=SCHEDULE_EXPECTED,
+        )
+    schedule: WallClockSchedule
+    if looks_like_calendar(text):
+        anchor_wall = wall_time(anchor, tz).replace(second=0, microsecond=0)
+        schedule = compile_rrule(text, tz, anchor_wall)
+    elif looks_like_cron(text):
+        schedule = CronSchedule(text, tz)
+    else:
+        raise ScheduleError(
+            f"cannot read the schedule {text!r}",
+            code="invalid_schedule",
+            field=SCHEDULE_FIELD,
+            expected=SCHEDULE_EXPECTED,
+        )
+    _check_min_interval(schedule, wall_time(anchor, schedule.tz), min_interval_seconds)
+    return schedule
+
+
+def _check_min_interval(schedule: WallClockSchedule, start: datetime, minimum: float) -> None:
+    """Refuse a schedule whose first occurrences after ``start`` come closer than ``minimum``.
+
+    Gaps are measured on the schedule's own wall clock: that is the rule's intent, and it keeps a
+    DST transition (which can bring two real instants closer) from refusing a valid schedule.
+    """
+    if minimum <= 0:
+        return
+    if isinstance(schedule, CronSchedule) and _cron_settled_by_fields(schedule, minimum):
+        return
+    previous: datetime | None = None
+    try:
+        for wall in islice(schedule.walls_after(start), FREQUENCY_SAMPLE + 1):
+            if previous is not None:
+                gap = (wall - previous).total_seconds()
+                if gap < minimum:
+                    raise _too_frequent(gap, previous.isoformat(), wall.isoformat(), minimum)
+            previous = wall
+    except ValueError as exc:  # dateutil reports some impossible rules only while expanding
+        raise ScheduleError(
+            f"the schedule cannot be expanded: {exc}",
+            code="invalid_schedule",
+            field=SCHEDULE_FIELD,
+            expected=SCHEDULE_EXPECTED,
+        ) from exc
+
+
+def _cron_settled_by_fields(schedule: CronSchedule, minimum: float) -> bool:
+    """Check a cron expression's gaps from its time fields alone; False when that cannot tell.
+
+    Iterating cronsim 200 times costs ~10 ms, too much for every job creation, and the time
+    fields usually settle the question at once.
+    """
+    times = schedule.times_of_day()
+    if times is None:
+        return False
+    for a, b in pairwise(times):
+        gap = _seconds(b) - _seconds(a)
+        if gap < minimum:
+            raise _too_frequent(gap, a.isoformat(), b.isoformat(), minimum)
+    # Only when the last time of one day and the first of the next come too close does it take
+    # iterating to know whether two consecutive days both match.
+    return 86400 - _seconds(times[-1]) + _seconds(times[0]) >= minimum
+
+
+def _seconds(t: time) -> int:
+    return t.hour * 3600 + t.minute * 60 + t.second
+
+
+def _too_frequent(gap: float, first: str, second: str, minimum: float) -> ScheduleError:
+    return ScheduleError(
+        f"the schedule fires {gap:g} s apart (at {first} and {second} local time); "
+        f"the minimum interval is {minimum:g} s",
+        code="schedule_too_frequent",
+        field=SCHEDULE_FIELD,
+        expected=f"at most one occurrence every {minimum:g} seconds",
+    )
+
+
+def _check_against_now(
+    params: JobParams, schedule: Schedule, now: datetime, past_grace_seconds: float
+) -> None:
+    if params.type == "one-time" and isinstance(schedule, OneTimeSchedule):
+        if schedule.at < now - timedelta(seconds=past_grace_seconds):
+            raise ScheduleError(
+                f"{params.time} is in the past (now is {now.isoformat()})",
+                code="time_in_past",
+                field=TIME_FIELD,
+                expected=f"a time after {now.isoformat()}",
+            )
+    elif params.type == "recurring" and schedule.next_after(now) is None:
+        raise ScheduleError(
+            f"the schedule has no occurrence after {now.isoformat()}",
+            code="no_future_occurrence",
+            field=SCHEDULE_FIELD,
+            expected="a schedule that still fires in the future (check COUNT, UNTIL and EXDATE)",
+        )

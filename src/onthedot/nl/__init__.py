@@ -1,1 +1,67 @@
+"""Natural-language schedules: "每天早上八點幫我總結財經新聞" -> a recurring job at 08:00.
 
+``parse(text, now=..., timezone=...)`` reads Traditional Chinese, Simplified Chinese and English
+and returns a ``ParseResult`` (JobParams, the task text and the matched expression), or raises
+``ParseError`` naming the fragment it could not read; it never guesses. The rules are documented
+in docs/natural-language.md and implemented language-neutrally in ``resolve``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from onthedot.domain.errors import ValidationError
+from onthedot.nl import en, zh
+from onthedot.nl.combine import Unreadable, fail, merge, select
+from onthedot.nl.lang import detect, has_cjk
+from onthedot.nl.messages import to_error
+from onthedot.nl.reply import render_confirmation
+from onthedot.nl.resolve import to_params
+from onthedot.nl.result import ParseResult
+from onthedot.nl.scan import normalise, scan
+from onthedot.nl.task import task_text
+
+__all__ = ["ParseResult", "parse", "render_confirmation"]
+
+
+def parse(text: str, *, now: datetime, timezone: str = "UTC") -> ParseResult:
+    """Read a scheduling request relative to the aware instant ``now`` in IANA ``timezone``."""
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("parse() needs a timezone-aware 'now'")
+    zone = _zone(timezone)
+    language = detect(text, timezone)
+    try:
+        return _parse(text, now, zone, timezone, language)
+    except Unreadable as exc:
+        raise to_error(exc.problem, language) from None
+
+
+def _parse(text: str, now: datetime, zone: ZoneInfo, tz: str, language: str) -> ParseResult:
+    normal = normalise(text)
+    chinese = has_cjk(normal)
+    pieces = scan(normal, zh.RULES if chinese else en.RULES)
+    kept, _ = select(pieces, normal)
+    if not kept:
+        raise fail("no_time", text.strip() or text)
+    spec = merge(kept, text)
+    params = to_params(spec, now, zone, tz)
+    return ParseResult(
+        job_params=params,
+        task=task_text(text, kept, chinese),
+        matched=spec.matched,
+        now=now,
+        language=detect(text, tz),
+    )
+
+
+def _zone(timezone: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValidationError(
+            f"Unknown timezone {timezone!r}.",
+            code="invalid_timezone",
+            field="timezone",
+            expected="an IANA timezone such as Asia/Taipei or America/New_York",
+        ) from None

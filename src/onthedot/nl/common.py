@@ -1,0 +1,111 @@
+"""Helpers shared by the Chinese and English rules."""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Iterable
+from typing import Literal, cast
+
+from onthedot.nl.numbers import en_to_int
+from onthedot.nl.parts import Clock, Daily, Every, Piece, Unit, piece, problem
+from onthedot.nl.scan import Builder, Rule, rule
+
+_ZH_UNITS: dict[str, str] = {
+    "分鐘": "minute", "分钟": "minute", "分": "minute",
+    "小時": "hour", "小时": "hour", "鐘頭": "hour", "钟头": "hour",
+    "天": "day", "日": "day",
+    "週": "week", "周": "week", "星期": "week", "禮拜": "week", "礼拜": "week",
+    "個月": "month", "个月": "month", "月": "month", "年": "year",
+}  # fmt: skip
+
+
+def zh_unit(text: str) -> str | None:
+    return _ZH_UNITS.get(text)
+
+
+def offset_unit(unit: str | None) -> Unit | None:
+    """The unit of a one-time offset ("in 3 days"); years are not offered."""
+    if unit in ("minute", "hour", "day", "week", "month"):
+        return cast(Unit, unit)
+    return None
+
+
+def fail_builder(key: str, *, weak: bool = False) -> Builder:
+    """A rule builder for fragments that are reported instead of read (每週八, sometime)."""
+
+    def build(m: re.Match[str]) -> Piece:
+        return problem(m, key, weak=weak)
+
+    return build
+
+
+def fixed_builder(**fields: object) -> Builder:
+    """A rule builder for fragments with one meaning (每週末, hourly, noon)."""
+
+    def build(m: re.Match[str]) -> Piece:
+        return piece(m, **fields)
+
+    return build
+
+
+def en_unit(text: str) -> str | None:
+    word = text.lower().rstrip("s")
+    return {
+        "minute": "minute", "min": "minute", "hour": "hour", "hr": "hour", "day": "day",
+        "week": "week", "month": "month", "year": "year",
+    }.get(word)  # fmt: skip
+
+
+def valid_month_day(month: int, day: int) -> bool:
+    """True if the day exists in the month in some year (2月29日 is valid: leap years)."""
+    return 1 <= month <= 12 and 1 <= day <= calendar.monthrange(2024, month)[1]
+
+
+def interval_piece(m: re.Match[str], n: int, unit: str | None) -> Piece:
+    """每N<unit> / every N <unit>; weeks, months and years need the day as well."""
+    if unit == "minute":
+        return piece(m, recurrence=Every(n))
+    if unit == "hour":
+        return piece(m, recurrence=Every(60 * n))
+    if unit == "day":
+        return piece(m, recurrence=Daily(n))
+    if unit in ("week", "month"):
+        return problem(m, "need_day", weak=True)
+    if unit == "year":
+        return problem(m, "need_date", weak=True)
+    return problem(m, "unparsed")
+
+
+def expand_days(items: Iterable[int | None]) -> frozenset[int]:
+    """Weekday numbers in order, ``None`` marking a range: [0, None, 4] -> Monday..Friday."""
+    days: set[int] = set()
+    previous: int | None = None
+    in_range = False
+    for item in items:
+        if item is None:
+            in_range = previous is not None
+            continue
+        if in_range and previous is not None:
+            span = (item - previous) % 7
+            days.update((previous + k) % 7 for k in range(span + 1))
+        days.add(item)
+        previous, in_range = item, False
+    return frozenset(days)
+
+
+def ampm_piece(m: re.Match[str]) -> Piece:
+    hour = en_to_int(m.group("h"))
+    minute = int(m.groupdict().get("m") or 0)
+    meridiem: Literal["am", "pm"] = "am" if m.group("mer").lower().startswith("a") else "pm"
+    if hour is None or not 1 <= hour <= 12:
+        return problem(m, "bad_hour")
+    if minute > 59:
+        return problem(m, "bad_minute")
+    return piece(m, clock=Clock(hour, minute, meridiem))
+
+
+AMPM = r"(?P<mer>a\.?m\.?|p\.?m\.?)(?![a-z])"
+AMPM_RULES: list[Rule] = [
+    rule(rf"(?<![\d:])(?P<h>\d{{1,2}})(?::(?P<m>\d{{2}}))?\s*{AMPM}", ampm_piece),
+]

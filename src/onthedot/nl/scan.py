@@ -1,0 +1,67 @@
+"""Longest-match scanning of text with a list of (regex, builder) rules."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from onthedot.nl.parts import Piece
+
+Builder = Callable[[re.Match[str]], Piece | None]
+
+# Full-width ASCII (Ｕ+FF01..FF5E) and the ideographic space map one-to-one to ASCII, so spans in
+# the normalised text are spans in the original and the task text keeps the user's punctuation.
+_FULLWIDTH = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
+
+
+def normalise(text: str) -> str:
+    """Same length as ``text``: full-width digits, letters and colons become ASCII."""
+    return text.translate(_FULLWIDTH)
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: re.Pattern[str]
+    build: Builder
+
+
+def rule(pattern: str, build: Builder) -> Rule:
+    return Rule(re.compile(pattern, re.IGNORECASE), build)
+
+
+def scan(text: str, rules: Sequence[Rule]) -> list[Piece]:
+    """Read ``text`` left to right, taking at each position the longest match any rule accepts."""
+    pieces: list[Piece] = []
+    i = 0
+    while i < len(text):
+        found = _longest(text, i, rules)
+        if found is None:
+            i += 1
+            continue
+        pieces.append(found)
+        i = found.end
+    return pieces
+
+
+def _longest(text: str, i: int, rules: Sequence[Rule]) -> Piece | None:
+    candidates: list[tuple[int, int, re.Match[str], Rule]] = []
+    for order, r in enumerate(rules):
+        m = r.pattern.match(text, i)
+        if m is not None and m.end() > i:
+            candidates.append((-m.end(), order, m, r))
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    for _, _, m, r in candidates:
+        built = r.build(m)
+        if built is not None:
+            return _trim(built)
+    return None
+
+
+def _trim(p: Piece) -> Piece:
+    """Drop surrounding whitespace from the span so that ``matched`` and the task read cleanly."""
+    lead = len(p.text) - len(p.text.lstrip())
+    tail = len(p.text) - len(p.text.rstrip())
+    if not lead and not tail:
+        return p
+    return replace(p, start=p.start + lead, end=p.end - tail, text=p.text.strip())

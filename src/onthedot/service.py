@@ -150,7 +150,8 @@ class JobService:
             name=patch.name if patch.name is not None else job.name,
             retry_policy=patch.retry_policy or job.retry_policy,
             misfire_policy=patch.misfire_policy or job.misfire_policy,
-            timeout_seconds=patch.timeout_seconds or job.timeout_seconds,
+            timeout_seconds=(job.timeout_seconds if patch.timeout_seconds is None
+                             else patch.timeout_seconds),
         ))
         now = self.clock.now()
         updated = replace(job, name=spec.name or job.name, action=spec.action, params=spec.params,
@@ -216,7 +217,10 @@ class JobService:
                                 field="job_id", expected="a job that is not cancelled")
         now = self.clock.now()
         run = self._new_run(job.job_id, now, "manual")
-        await self.store.run_insert(run)
+        if not await self.store.run_insert(run):
+            # A run of this job at this very instant exists (same deterministic id): that one
+            # is the run; do not report a PENDING run that was never written.
+            return await self.store.run_get(run.run_id) or run
         self._due_soon(now)
         return run
 

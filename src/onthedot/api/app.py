@@ -1,0 +1,86 @@
+"""The FastAPI application of the REST API.
+
+``create_app(runtime)`` serves an already opened runtime (tests, ``onthedot serve``);
+``create_app(settings=...)`` opens one in the lifespan and closes it on shutdown. Either way the
+lifespan starts the requested background ``roles`` and, on shutdown (SIGTERM/SIGINT under
+uvicorn), stops them with the configured grace period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from fastapi import FastAPI
+
+from onthedot import __version__
+from onthedot.api import problems, routes_jobs, routes_ops
+from onthedot.api.auth import LOCAL_USER, check_bind_allowed, is_loopback
+from onthedot.api.problems import PROBLEM_MEDIA_TYPE
+from onthedot.config import Settings, load_settings
+from onthedot.runtime import Runtime
+
+log = logging.getLogger("onthedot.api")
+
+DESCRIPTION = """Scheduled tasks as a service: immediate, one-time and recurring jobs that fire
+on time, are never lost and are safe to retry.
+
+Errors are RFC 9457 `application/problem+json` with `code`, `field` and `expected`.
+Authenticate with `Authorization: Bearer <token>` (see `onthedot token create`)."""
+
+
+def create_app(runtime: Runtime | None = None, *, settings: Settings | None = None,
+               roles: Iterable[str] = ()) -> FastAPI:
+    roles = tuple(roles)
+    settings = runtime.settings if runtime is not None else settings or load_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        rt = runtime if runtime is not None else await Runtime.open(settings)
+        app.state.runtime = rt
+        try:
+            await _check_identity_mode(rt)
+            if roles:
+                await rt.start(roles)
+            yield
+        finally:
+            if roles:
+                await rt.stop()
+            if runtime is None:
+                await rt.close()
+
+    app = FastAPI(title="onthedot", version=__version__, description=DESCRIPTION,
+                  lifespan=lifespan)
+    if runtime is not None:
+        # Available without the lifespan too (ASGI transports in tests do not run it).
+        app.state.runtime = runtime
+    problems.install(app, max_body_bytes=settings.max_body_bytes)
+    app.include_router(routes_jobs.router)
+    app.include_router(routes_ops.router)
+    app.openapi = functools.partial(_openapi_with_problem_media_type, app)  # type: ignore[method-assign]
+    return app
+
+
+def _openapi_with_problem_media_type(app: FastAPI) -> dict[str, Any]:
+    """FastAPI documents every response model as application/json; error responses are
+    application/problem+json, so move their schema there."""
+    if app.openapi_schema is None:
+        schema = FastAPI.openapi(app)
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                for response in operation.get("responses", {}).values():
+                    content = response.get("content", {})
+                    if PROBLEM_MEDIA_TYPE in content and "application/json" in content:
+                        content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
+    return app.openapi_schema or {}
+
+
+async def _check_identity_mode(rt: Runtime) -> None:
+    tokens_exist = await rt.store.tokens_exist()
+    check_bind_allowed(rt.settings.host, tokens_exist)
+    if not tokens_exist and is_loopback(rt.settings.host):
+        log.warning("no API token exists: every request acts as the single user %r; create "
+                    "tokens with `onthedot token create --user NAME`", LOCAL_USER)

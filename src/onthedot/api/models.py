@@ -1,0 +1,218 @@
+"""Request and response bodies of the REST API, and their translation to/from the service.
+
+Request bodies forbid unknown fields: a typo such as ``"schedual"`` is a 422 naming the field,
+not a silently ignored value. Range checks (page sizes, attempts, timeouts, schedules) live in the
+service, so the REST API, MCP and chat reject the same things with the same messages.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from onthedot.domain.models import JobParams, JobRun, RetryPolicy
+from onthedot.service import JobPatch, JobSpec, JobView
+
+JobTypeIn = Literal["immediate", "one-time", "recurring"]
+MisfireIn = Literal["run_late", "skip"]
+UserJobStatus = Literal["scheduled", "running", "completed", "failed", "paused", "cancelled"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ActionIn(BaseModel):
+    """What the job does. Parameters besides ``type`` depend on it: ``message`` takes ``text``;
+    ``webhook`` takes ``url`` and optional ``method``, ``headers``, ``body``."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={
+        "examples": [{"type": "message", "text": "stand up and stretch"},
+                     {"type": "webhook", "url": "https://example.com/hook", "method": "POST"}]})
+
+    type: str = Field(description="webhook | message | ...")
+
+
+class JobParamsIn(_Request):
+    type: JobTypeIn
+    time: str | None = Field(
+        default=None, description="one-time: ISO 8601 instant, or local time read in `timezone`",
+        examples=["2026-06-22T08:00:00+08:00"])
+    schedule: str | None = Field(
+        default=None, description="recurring: 5-field cron, RFC 5545 RRULE or VEVENT",
+        examples=["0 8 * * *", "FREQ=DAILY;BYHOUR=8"])
+    timezone: str | None = Field(
+        default=None, description="IANA timezone; default: the server's default_timezone",
+        examples=["Asia/Taipei"])
+
+    def to_domain(self, default_timezone: str) -> JobParams:
+        return JobParams(type=self.type, time=self.time, schedule=self.schedule,
+                         timezone=self.timezone or default_timezone)
+
+
+class RetryPolicyIn(_Request):
+    max_attempts: int | None = Field(
+        default=None, description="attempts in total, 1-100 (default 3)")
+    backoff_seconds: float | None = Field(
+        default=None, description="first retry delay; doubles each attempt, with jitter "
+        "(default 10)")
+    max_backoff_seconds: float | None = Field(
+        default=None, description="cap of the retry delay (default 3600)")
+
+    def over(self, base: RetryPolicy) -> RetryPolicy:
+        """Fields given here replace those of ``base``."""
+        return RetryPolicy(
+            max_attempts=base.max_attempts if self.max_attempts is None else self.max_attempts,
+            backoff_seconds=(base.backoff_seconds if self.backoff_seconds is None
+                             else self.backoff_seconds),
+            max_backoff_seconds=(base.max_backoff_seconds if self.max_backoff_seconds is None
+                                 else self.max_backoff_seconds),
+        )
+
+
+class JobCreate(_Request):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+        "name": "morning news",
+        "action": {"type": "message", "text": "summarize the financial news"},
+        "job_params": {"type": "recurring", "schedule": "0 8 * * *",
+                       "timezone": "Asia/Taipei"},
+    }]})
+
+    name: str | None = None
+    action: ActionIn
+    job_params: JobParamsIn
+    retry_policy: RetryPolicyIn | None = None
+    misfire_policy: MisfireIn = "run_late"
+    timeout_seconds: float = Field(default=60.0, description="seconds one attempt may take")
+
+    def to_spec(self, default_timezone: str) -> JobSpec:
+        return JobSpec(
+            action=self.action.model_dump(), params=self.job_params.to_domain(default_timezone),
+            name=self.name, retry_policy=(self.retry_policy or RetryPolicyIn()).over(RetryPolicy()),
+            misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds)
+
+
+class JobUpdate(_Request):
+    """Fields left out (or null) stay as they are. ``job_params`` is replaced as a whole (a
+    changed schedule replaces the pending run); ``retry_policy`` fields are merged."""
+
+    name: str | None = None
+    action: ActionIn | None = None
+    job_params: JobParamsIn | None = None
+    retry_policy: RetryPolicyIn | None = None
+    misfire_policy: MisfireIn | None = None
+    timeout_seconds: float | None = None
+
+    def to_patch(self, current: RetryPolicy, default_timezone: str) -> JobPatch:
+        return JobPatch(
+            name=self.name,
+            action=None if self.action is None else self.action.model_dump(),
+            params=None if self.job_params is None else self.job_params.to_domain(
+                default_timezone),
+            retry_policy=None if self.retry_policy is None else self.retry_policy.over(current),
+            misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds)
+
+
+# --- responses ---------------------------------------------------------------------------
+class JobParamsOut(BaseModel):
+    type: JobTypeIn
+    time: str | None
+    schedule: str | None
+    timezone: str
+
+
+class RetryPolicyOut(BaseModel):
+    max_attempts: int
+    backoff_seconds: float
+    max_backoff_seconds: float
+
+
+class RunOut(BaseModel):
+    run_id: str
+    job_id: str
+    kind: Literal["scheduled", "manual"]
+    scheduled_at: datetime
+    status: str = Field(description="PENDING | ENQUEUED | RUNNING | RETRYING | SUCCEEDED | "
+                        "FAILED | SKIPPED | CANCELLED")
+    attempt: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    output: Any
+    error: str | None
+
+    @classmethod
+    def of(cls, run: JobRun) -> RunOut:
+        return cls(run_id=run.run_id, job_id=run.job_id, kind=run.kind,
+                   scheduled_at=run.scheduled_at, status=run.status.value, attempt=run.attempt,
+                   started_at=run.started_at, finished_at=run.finished_at, output=run.output,
+                   error=run.error)
+
+
+class JobOut(BaseModel):
+    job_id: str
+    name: str
+    status: UserJobStatus
+    action: dict[str, Any]
+    job_params: JobParamsOut
+    retry_policy: RetryPolicyOut
+    misfire_policy: MisfireIn
+    timeout_seconds: float
+    next_run_at: datetime | None
+    last_run: RunOut | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, view: JobView) -> JobOut:
+        job = view.job
+        params = job.params
+        policy = job.retry_policy
+        return cls(
+            job_id=job.job_id, name=job.name, status=cast(UserJobStatus, view.status),
+            action=job.action,
+            job_params=JobParamsOut(type=params.type, time=params.time,
+                                    schedule=params.schedule, timezone=params.timezone),
+            retry_policy=RetryPolicyOut(max_attempts=policy.max_attempts,
+                                        backoff_seconds=policy.backoff_seconds,
+                                        max_backoff_seconds=policy.max_backoff_seconds),
+            misfire_policy=job.misfire_policy, timeout_seconds=job.timeout_seconds,
+            next_run_at=job.next_run_at,
+            last_run=None if view.last_run is None else RunOut.of(view.last_run),
+            created_at=job.created_at, updated_at=job.updated_at)
+
+
+class JobList(BaseModel):
+    jobs: list[JobOut]
+    next_page_token: str | None
+
+
+class RunList(BaseModel):
+    runs: list[RunOut]
+    next_page_token: str | None
+
+
+class DeadLetterList(BaseModel):
+    dead_letters: list[RunOut]
+    next_page_token: str | None
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, extended with what a client needs to fix its request."""
+
+    type: str = Field(examples=["urn:onthedot:problem:invalid_schedule"])
+    title: str = Field(examples=["Unprocessable Content"])
+    status: int = Field(examples=[422])
+    detail: str = Field(examples=["unknown timezone 'Mars/Base'"])
+    code: str = Field(examples=["invalid_schedule"])
+    field: str | None = Field(examples=["job_params.timezone"])
+    expected: str | None = Field(examples=["an IANA timezone such as Asia/Taipei"])
+    errors: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="422 from request parsing: every problem found, not only the first")
+
+
+class Health(BaseModel):
+    status: str
+    checks: dict[str, str] = Field(default_factory=dict)

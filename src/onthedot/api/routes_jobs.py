@@ -1,0 +1,173 @@
+"""``/v1``: jobs, their runs and dead letters. Each endpoint translates HTTP to one service call
+and back; the service holds every rule (and scopes every query by the caller's user id).
+
+Custom methods follow the ``/v1/jobs/{job_id}:pause`` style. Starlette matches a path parameter
+against ``[^/]+``, so ``{job_id}:pause`` is an ordinary route whose literal suffix is ``:pause``;
+a GET on ``/v1/jobs/X:pause`` reaches ``GET /v1/jobs/{job_id}`` and is an honest 404.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, cast
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import AwareDatetime
+
+from onthedot.api.auth import resolve_user
+from onthedot.api.models import (
+    DeadLetterList,
+    JobCreate,
+    JobList,
+    JobOut,
+    JobUpdate,
+    Problem,
+    RunList,
+    RunOut,
+)
+from onthedot.api.problems import PROBLEM_MEDIA_TYPE
+from onthedot.runtime import Runtime
+
+MAX_IDEMPOTENCY_KEY_CHARS = 255
+
+
+def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {s: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}} for s in statuses}
+
+
+COMMON_PROBLEMS = _problems(401, 413, 422)
+router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS)
+_bearer = HTTPBearer(auto_error=False, description="a token from `onthedot token create`")
+
+
+def runtime_of(request: Request) -> Runtime:
+    return cast(Runtime, request.app.state.runtime)
+
+
+async def current_user(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> str:
+    runtime = runtime_of(request)
+    return await resolve_user(runtime.store, runtime.settings, authorization)
+
+
+RuntimeDep = Annotated[Runtime, Depends(runtime_of)]
+UserDep = Annotated[str, Depends(current_user)]
+PageSize = Annotated[int, Query(ge=1, le=100, description="1-100")]
+PageToken = Annotated[str | None, Query(description="next_page_token of the previous page")]
+
+
+# --- jobs ----------------------------------------------------------------------------------
+@router.post("/jobs", status_code=status.HTTP_201_CREATED, response_model=JobOut,
+             responses={200: {"model": JobOut, "description": "replay of an Idempotency-Key"},
+                        **_problems(409)})
+async def create_job(
+    body: JobCreate, response: Response, rt: RuntimeDep, user: UserDep,
+    idempotency_key: Annotated[str | None, Header(
+        alias="Idempotency-Key", min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS,
+        description="the same key with the same body returns the original job (200); with a "
+                    "different body it is a 409")] = None,
+) -> JobOut:
+    """Create an immediate, one-time or recurring job."""
+    spec = body.to_spec(rt.settings.default_timezone)
+    view, created = await rt.service.create_job(user, spec, idempotency_key)
+    if created:
+        rt.metrics.jobs_created.inc()
+    else:
+        response.status_code = status.HTTP_200_OK
+    response.headers["Location"] = f"/v1/jobs/{view.job.job_id}"
+    return JobOut.of(view)
+
+
+@router.get("/jobs", response_model=JobList)
+async def list_jobs(
+    rt: RuntimeDep, user: UserDep,
+    status_filter: Annotated[str | None, Query(
+        alias="status",
+        description="scheduled | running | completed | failed | paused | cancelled")] = None,
+    start_time: Annotated[AwareDatetime | None, Query(
+        description="only jobs created at or after this ISO 8601 instant")] = None,
+    end_time: Annotated[AwareDatetime | None, Query(
+        description="only jobs created before this ISO 8601 instant")] = None,
+    page_size: PageSize = 20, page_token: PageToken = None,
+) -> JobList:
+    """The caller's jobs, newest first; the cursor is stable while jobs are being created."""
+    page = await rt.service.list_jobs(user, status=status_filter, start_time=start_time,
+                                      end_time=end_time, page_size=page_size,
+                                      page_token=page_token)
+    return JobList(jobs=[JobOut.of(v) for v in page.items], next_page_token=page.next_page_token)
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, responses=_problems(404))
+async def get_job(job_id: str, rt: RuntimeDep, user: UserDep) -> JobOut:
+    return JobOut.of(await rt.service.get_job(user, job_id))
+
+
+@router.patch("/jobs/{job_id}", response_model=JobOut, responses=_problems(404, 409))
+async def update_job(job_id: str, body: JobUpdate, rt: RuntimeDep, user: UserDep) -> JobOut:
+    """Change a job; a changed ``job_params`` replaces its pending run."""
+    current = await rt.service.get_job(user, job_id)
+    patch = body.to_patch(current.job.retry_policy, rt.settings.default_timezone)
+    return JobOut.of(await rt.service.update_job(user, job_id, patch))
+
+
+@router.delete("/jobs/{job_id}", status_code=status.HTTP_204_NO_CONTENT,
+               responses=_problems(404))
+async def delete_job(job_id: str, rt: RuntimeDep, user: UserDep) -> Response:
+    """Cancel the job and its pending runs. Deleting a cancelled job again is a no-op."""
+    await rt.service.delete_job(user, job_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/jobs/{job_id}:pause", response_model=JobOut, responses=_problems(404, 409))
+async def pause_job(job_id: str, rt: RuntimeDep, user: UserDep) -> JobOut:
+    """Cancel the pending run; a paused job fires nothing until resumed."""
+    return JobOut.of(await rt.service.pause_job(user, job_id))
+
+
+@router.post("/jobs/{job_id}:resume", response_model=JobOut, responses=_problems(404, 409))
+async def resume_job(job_id: str, rt: RuntimeDep, user: UserDep) -> JobOut:
+    """Schedule the next occurrence again (missed occurrences of a recurring job are not made
+    up)."""
+    return JobOut.of(await rt.service.resume_job(user, job_id))
+
+
+@router.post("/jobs/{job_id}:run", status_code=status.HTTP_201_CREATED, response_model=RunOut,
+             responses=_problems(404, 409))
+async def run_job(job_id: str, response: Response, rt: RuntimeDep, user: UserDep) -> RunOut:
+    """An extra run now, besides the schedule."""
+    run = await rt.service.run_job_now(user, job_id)
+    response.headers["Location"] = f"/v1/runs/{run.run_id}"
+    return RunOut.of(run)
+
+
+# --- runs and dead letters -----------------------------------------------------------------
+@router.get("/jobs/{job_id}/runs", response_model=RunList, responses=_problems(404))
+async def list_runs(job_id: str, rt: RuntimeDep, user: UserDep, page_size: PageSize = 20,
+                    page_token: PageToken = None) -> RunList:
+    """A job's runs, newest scheduled first."""
+    page = await rt.service.list_runs(user, job_id, page_size=page_size, page_token=page_token)
+    return RunList(runs=[RunOut.of(r) for r in page.items], next_page_token=page.next_page_token)
+
+
+@router.get("/runs/{run_id}", response_model=RunOut, responses=_problems(404))
+async def get_run(run_id: str, rt: RuntimeDep, user: UserDep) -> RunOut:
+    return RunOut.of(await rt.service.get_run(user, run_id))
+
+
+@router.get("/dead-letters", response_model=DeadLetterList)
+async def list_dead_letters(rt: RuntimeDep, user: UserDep, page_size: PageSize = 20,
+                            page_token: PageToken = None) -> DeadLetterList:
+    """The caller's runs that failed their last attempt."""
+    page = await rt.service.list_dead_letters(user, page_size=page_size, page_token=page_token)
+    return DeadLetterList(dead_letters=[RunOut.of(r) for r in page.items],
+                          next_page_token=page.next_page_token)
+
+
+@router.post("/dead-letters/{run_id}:redrive", response_model=RunOut,
+             responses=_problems(404, 409))
+async def redrive(run_id: str, rt: RuntimeDep, user: UserDep) -> RunOut:
+    """Send a dead-lettered run back to the queue with a fresh attempt count."""
+    return RunOut.of(await rt.service.redrive(user, run_id))

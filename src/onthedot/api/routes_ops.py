@@ -1,0 +1,59 @@
+"""Operator endpoints: liveness, readiness and Prometheus metrics. They carry no user data and
+need no token, so a load balancer or Prometheus can reach them."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from onthedot.api.models import Health
+from onthedot.api.problems import problem
+from onthedot.api.routes_jobs import RuntimeDep
+from onthedot.domain.models import RunStatus
+
+log = logging.getLogger("onthedot.api")
+router = APIRouter(tags=["operations"])
+
+# The dead-letter gauge counts at most this many (a scrape must stay cheap); beyond it the
+# gauge reads as "at least".
+DEAD_LETTER_SCRAPE_LIMIT = 10_000
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz() -> Health:
+    """The process is alive (it answers HTTP)."""
+    return Health(status="ok")
+
+
+@router.get("/readyz", response_model=Health, responses={503: {"description": "not ready"}})
+async def readyz(request: Request, rt: RuntimeDep) -> Response | Health:
+    """The store and the queue answer."""
+    checks: dict[str, str] = {}
+    for name, ping in (("store", rt.store.ping), ("queue", rt.queue.ping)):
+        try:
+            await ping()
+            checks[name] = "ok"
+        except Exception as exc:
+            log.warning("readiness: %s does not answer: %s", name, exc)
+            checks[name] = "unavailable"
+    failed = [name for name, state in checks.items() if state != "ok"]
+    if failed:
+        return problem(503, "not_ready", f"{' and '.join(failed)} not answering",
+                       field=failed[0], expected="a reachable backend",
+                       extra={"checks": checks})
+    return Health(status="ready", checks=checks)
+
+
+@router.get("/metrics", response_class=Response,
+            responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})
+async def metrics(rt: RuntimeDep) -> Response:
+    """Prometheus text format. Gauges of stored state are refreshed at scrape time."""
+    m = rt.metrics
+    counts = await rt.store.runs_count_by_status()
+    for run_status in RunStatus:
+        m.runs_by_status.labels(status=run_status.value).set(counts.get(run_status, 0))
+    m.queue_depth.set(await rt.queue.depth())
+    m.dead_letters.set(len(await rt.queue.dead_letters(limit=DEAD_LETTER_SCRAPE_LIMIT)))
+    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,523 @@
+"""The ``onthedot`` command line: one entry point for the server roles, administration and a
+small client of the REST API.
+
+Server side: ``serve`` (API + every background role), ``api``, ``watcher``, ``worker``,
+``recurring``, ``migrate``, ``token create``. Client side: ``jobs create|list|get|pause|resume|
+delete|run|runs`` against a running server.
+
+Every error ends here as ONE line on stderr and exit code 2 (``main`` is the single handler);
+tracebacks go to the log only for unexpected server-side failures. Adding a command is one
+decorated function on ``cli`` (or on a group below).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import socket
+import sys
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import click
+import httpx
+import pydantic
+
+from onthedot import __version__
+from onthedot.config import Settings, load_settings
+from onthedot.domain.errors import ConfigError, OnTheDotError
+
+log = logging.getLogger("onthedot")
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+DEFAULT_URL = "http://127.0.0.1:8080"
+CLIENT_TIMEOUT_SECONDS = 30.0
+LISTEN_BACKLOG = 2048  # uvicorn's default
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# --- entry point -----------------------------------------------------------------------------
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="onthedot")
+def cli() -> None:
+    """onthedot: scheduled tasks that fire on time, are never lost and are safe to retry."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script ``onthedot``: run the CLI and map every error to one line + exit 2."""
+    try:
+        result = cli.main(args=None if argv is None else list(argv), prog_name="onthedot",
+                          standalone_mode=False)
+    except click.ClickException as exc:
+        return _fail(exc.format_message())
+    except click.Abort:
+        return _fail("aborted", EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except OnTheDotError as exc:
+        return _fail(_error_line(exc))
+    except pydantic.ValidationError as exc:
+        return _fail(_settings_error_line(exc))
+    except Exception as exc:  # the promise: never a traceback on the terminal
+        log.debug("unexpected error", exc_info=exc)
+        return _fail(f"unexpected {type(exc).__name__}: {exc}")
+    return result if isinstance(result, int) else 0
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> int:
+    click.echo(f"onthedot: error: {' '.join(message.split())}", err=True)
+    return code
+
+
+def _error_line(exc: OnTheDotError) -> str:
+    line = exc.message
+    if exc.field:
+        line += f" (field {exc.field}"
+        line += f"; expected {exc.expected})" if exc.expected else ")"
+    return line
+
+
+def _settings_error_line(exc: pydantic.ValidationError) -> str:
+    first = exc.errors()[0]
+    name = ".".join(str(p) for p in first["loc"]) or "settings"
+    return f"invalid setting {name} (ONTHEDOT_{name.upper()}): {first['msg']}"
+
+
+# --- settings and server processes -----------------------------------------------------------
+def _store_options(fn: F) -> F:
+    fn = click.option("--queue-url", default=None, help="nats://host:4222 (default: a table "
+                      "queue in the SQLite database) [env ONTHEDOT_QUEUE_URL]")(fn)
+    return click.option("--database-url", default=None, help="sqlite:///onthedot.db or "
+                        "postgresql://... [env ONTHEDOT_DATABASE_URL]")(fn)
+
+
+def _http_options(fn: F) -> F:
+    fn = click.option("--port", type=int, default=None,
+                      help="port (default 8080) [env ONTHEDOT_PORT]")(fn)
+    return click.option("--host", default=None,
+                        help="bind address (default 127.0.0.1) [env ONTHEDOT_HOST]")(fn)
+
+
+def _workers_option(fn: F) -> F:
+    return click.option("--workers", type=int, default=None, help="runs executed concurrently "
+                        "by this process (default 16) [env ONTHEDOT_WORKERS]")(fn)
+
+
+def _settings(**flags: Any) -> Settings:
+    settings = load_settings(**flags)
+    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return settings
+
+
+@cli.command()
+@_http_options
+@_store_options
+@_workers_option
+def serve(**flags: Any) -> None:
+    """Run the API and every background role (watcher, workers, recurring) in one process."""
+    from onthedot.runtime import ROLES
+
+    asyncio.run(_serve(_settings(**flags), ROLES))
+
+
+@cli.command()
+@_http_options
+@_store_options
+def api(**flags: Any) -> None:
+    """Run the REST API only (background roles run elsewhere)."""
+    asyncio.run(_serve(_settings(**flags), ()))
+
+
+def serve_roles(settings: Settings, roles: Sequence[str]) -> Coroutine[Any, Any, None]:
+    """Role-only processes: run until SIGTERM/SIGINT, then stop with the grace period."""
+    from onthedot.runtime import serve_roles as run
+
+    return run(settings, roles)
+
+
+@cli.command()
+@_store_options
+def watcher(**flags: Any) -> None:
+    """Run the watcher only: publish due runs of the shards it owns."""
+    asyncio.run(serve_roles(_settings(**flags), ("watcher",)))
+
+
+@cli.command()
+@_store_options
+@_workers_option
+def worker(**flags: Any) -> None:
+    """Run a worker only: execute runs from the queue."""
+    asyncio.run(serve_roles(_settings(**flags), ("worker",)))
+
+
+@cli.command()
+@_store_options
+def recurring(**flags: Any) -> None:
+    """Run the recurring watcher only: schedule the next occurrence of recurring jobs."""
+    asyncio.run(serve_roles(_settings(**flags), ("recurring",)))
+
+
+@cli.command()
+@_store_options
+def migrate(**flags: Any) -> None:
+    """Create or upgrade the database schema, then exit."""
+    settings = _settings(**flags)
+    asyncio.run(_migrate(settings))
+    click.echo(f"database is up to date: {settings.database_url}")
+
+
+@cli.group()
+def token() -> None:
+    """API tokens (only their SHA-256 is stored)."""
+
+
+@token.command("create")
+@click.option("--user", "user_id", required=True, help="the user this token acts as")
+@_store_options
+def token_create(user_id: str, **flags: Any) -> None:
+    """Print a new token for USER; it cannot be shown again."""
+    from onthedot.api.auth import check_user_id, hash_token, new_token
+
+    check_user_id(user_id)
+    settings = _settings(**flags)
+    secret = new_token()
+    asyncio.run(_token_add(settings, hash_token(secret), user_id))
+    click.echo(secret)
+    click.echo(f"token for user {user_id!r} created; store it now, it cannot be shown again",
+               err=True)
+
+
+async def _serve(settings: Settings, roles: Sequence[str]) -> None:
+    """Bind, open the runtime, start the roles, serve until SIGTERM/SIGINT, then stop the roles
+    with the grace period and close. Binding and starting happen before uvicorn so that every
+    start-up failure is one clean line."""
+    import uvicorn
+
+    from onthedot.api.app import create_app
+    from onthedot.api.auth import check_bind_allowed
+    from onthedot.runtime import Runtime
+
+    sock = _bind(settings.host, settings.port)
+    runtime = await Runtime.open(settings)
+    try:
+        check_bind_allowed(settings.host, await runtime.store.tokens_exist())
+        if roles:
+            await runtime.start(roles)
+        config = uvicorn.Config(create_app(runtime), lifespan="on", log_config=None,
+                                log_level=settings.log_level.lower(),
+                                timeout_graceful_shutdown=max(1, int(settings.shutdown_grace)))
+        server = uvicorn.Server(config)
+        host, port = sock.getsockname()[:2]
+        log.info("onthedot %s listening on http://%s:%d (roles: %s)", __version__,
+                 f"[{host}]" if ":" in host else host, port, ", ".join(roles) or "none")
+        with _absorb_reraised_signals():
+            await server.serve(sockets=[sock])
+            if roles:
+                log.info("shutting down: in-flight runs get %gs", settings.shutdown_grace)
+                await runtime.stop()
+    finally:
+        sock.close()
+        await runtime.close()
+
+
+async def _migrate(settings: Settings) -> None:
+    from onthedot.domain.clock import SystemClock
+    from onthedot.runtime import build_queue, build_store
+
+    store = build_store(settings)
+    try:
+        await store.migrate()
+        queue = build_queue(settings, SystemClock())
+        await queue.open()  # creates the table queue's tables
+        await queue.close()
+    finally:
+        await store.close()
+
+
+async def _token_add(settings: Settings, token_hash: str, user_id: str) -> None:
+    from onthedot.runtime import build_store
+
+    store = build_store(settings)
+    try:
+        await store.migrate()
+        await store.token_add(token_hash, user_id, datetime.now(UTC))
+    finally:
+        await store.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                          field="port", expected="a free port and a local address") from exc
+    sock.listen(LISTEN_BACKLOG)  # connections wait in the backlog until uvicorn accepts them
+    return sock
+
+
+@contextlib.contextmanager
+def _absorb_reraised_signals() -> Iterator[None]:
+    """uvicorn handles SIGTERM/SIGINT while it serves, then re-raises the signal it caught
+    against the handler that was installed before it. Installing a no-op one here turns that
+    re-raise into nothing, so a graceful shutdown ends with exit code 0 (and the roles still get
+    their grace period afterwards)."""
+    previous = {sig: signal.signal(sig, lambda _s, _f: None)
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+# --- client of the REST API ------------------------------------------------------------------
+class ApiClient:
+    """A thin synchronous client: one request per command, server problems as one line."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            with httpx.Client(base_url=self.url, headers=self._headers,
+                              timeout=CLIENT_TIMEOUT_SECONDS) as http:
+                response = http.request(method, path, **kwargs)
+        except httpx.ConnectError as exc:
+            raise click.ClickException(
+                f"cannot connect to {self.url} ({exc}); is `onthedot serve` running?") from exc
+        except httpx.HTTPError as exc:
+            raise click.ClickException(f"request to {self.url} failed: {exc}") from exc
+        if response.status_code >= 400:
+            raise click.ClickException(_problem_line(response))
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+
+def _problem_line(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        return f"server answered HTTP {response.status_code}: {response.text[:200]}"
+    line = f"{body.get('detail') or body.get('title')} [{response.status_code} " \
+           f"{body.get('code', 'error')}]"
+    if body.get("field"):
+        line += f" (field {body['field']}"
+        line += f"; expected {body['expected']})" if body.get("expected") else ")"
+    return line
+
+
+def _client_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds --url and --token and hands the command an ``ApiClient`` as ``client``."""
+
+    def wrapper(url: str, token: str | None, **kwargs: Any) -> Any:
+        return fn(client=ApiClient(url, token), **kwargs)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    wrapper = click.option("--token", envvar="ONTHEDOT_TOKEN", default=None, show_envvar=True,
+                           help="API token (default: none, for a loopback server without "
+                                "tokens)")(wrapper)
+    return click.option("--url", envvar="ONTHEDOT_URL", default=DEFAULT_URL, show_default=True,
+                        show_envvar=True, help="base URL of the onthedot server")(wrapper)
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _echo_table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+                   .rstrip())
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@cli.group()
+def jobs() -> None:
+    """Create and manage jobs on a running server (--url, token from ONTHEDOT_TOKEN)."""
+
+
+@jobs.command("create")
+@click.option("--name", help="a name to recognise the job by")
+@click.option("--cron", metavar="EXPR", help="recurring, 5-field cron, e.g. '0 8 * * *'")
+@click.option("--rrule", metavar="RULE", help="recurring, RFC 5545, e.g. 'FREQ=DAILY;BYHOUR=8'")
+@click.option("--at", "at", metavar="ISO", help="one time, ISO 8601, e.g. 2026-06-22T08:00 "
+              "(read in --timezone unless it has an offset)")
+@click.option("--now", "now", is_flag=True, help="run once, immediately")
+@click.option("--timezone", "timezone", metavar="TZ", help="IANA timezone, e.g. Asia/Taipei "
+              "(default: the server's)")
+@click.option("--message", metavar="TEXT", help="action: record this message as the output")
+@click.option("--webhook", metavar="URL", help="action: POST to this URL")
+@click.option("--idempotency-key", help="retrying with the same key returns the same job")
+@click.option("-q", "--quiet", is_flag=True, help="print only the job id")
+@_client_options
+def jobs_create(client: ApiClient, name: str | None, cron: str | None, rrule: str | None,
+                at: str | None, now: bool, timezone: str | None, message: str | None,
+                webhook: str | None, idempotency_key: str | None, quiet: bool) -> None:
+    """Create a job: one of --cron/--rrule/--at/--now, one of --message/--webhook."""
+    params = _job_params(cron=cron, rrule=rrule, at=at, now=now, timezone=timezone)
+    if (message is None) == (webhook is None):
+        raise click.UsageError("give exactly one of --message TEXT or --webhook URL")
+    action: dict[str, Any] = ({"type": "message", "text": message} if message is not None
+                              else {"type": "webhook", "url": webhook})
+    body: dict[str, Any] = {"action": action, "job_params": params}
+    if name is not None:
+        body["name"] = name
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+    job = client.call("POST", "/v1/jobs", json=body, headers=headers)
+    if quiet:
+        click.echo(job["job_id"])
+    else:
+        _echo_json(job)
+
+
+def _job_params(*, cron: str | None, rrule: str | None, at: str | None, now: bool,
+                timezone: str | None) -> dict[str, Any]:
+    chosen = [flag for flag, value in (("--cron", cron), ("--rrule", rrule), ("--at", at),
+                                       ("--now", now or None)) if value is not None]
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --cron EXPR, --rrule RULE, --at ISO or --now"
+                               + (f" (got {', '.join(chosen)})" if chosen else ""))
+    if timezone is not None:
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise click.BadParameter(f"unknown timezone {timezone!r}; expected an IANA name "
+                                     "such as Asia/Taipei", param_hint="--timezone") from None
+    params: dict[str, Any]
+    if at is not None:
+        try:
+            datetime.fromisoformat(at)
+        except ValueError:
+            raise click.BadParameter(f"{at!r} is not an ISO 8601 time; expected e.g. "
+                                     "2026-06-22T08:00 or 2026-06-22T08:00:00+08:00",
+                                     param_hint="--at") from None
+        params = {"type": "one-time", "time": at}
+    elif now:
+        params = {"type": "immediate"}
+    else:
+        params = {"type": "recurring", "schedule": cron if cron is not None else rrule}
+    if timezone is not None:
+        params["timezone"] = timezone
+    return params
+
+
+@jobs.command("list")
+@click.option("--status", help="scheduled | running | completed | failed | paused | cancelled")
+@click.option("--page-size", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--page-token", help="next_page_token of a previous page")
+@click.option("--all", "all_pages", is_flag=True, help="follow next_page_token to the end")
+@click.option("--json", "as_json", is_flag=True, help="print the raw JSON page(s)")
+@_client_options
+def jobs_list(client: ApiClient, status: str | None, page_size: int, page_token: str | None,
+              all_pages: bool, as_json: bool) -> None:
+    """Your jobs, newest first."""
+    found: list[dict[str, Any]] = []
+    token = page_token
+    while True:
+        query: dict[str, Any] = {"page_size": page_size}
+        if status:
+            query["status"] = status
+        if token:
+            query["page_token"] = token
+        page = client.call("GET", "/v1/jobs", params=query)
+        found.extend(page["jobs"])
+        token = page["next_page_token"]
+        if not (all_pages and token):
+            break
+    if as_json:
+        _echo_json({"jobs": found, "next_page_token": token})
+        return
+    _echo_table([[j["job_id"], j["status"], j["next_run_at"] or "-", _short(j["name"], 40)]
+                 for j in found], ["JOB_ID", "STATUS", "NEXT_RUN_AT", "NAME"])
+    if token:
+        click.echo(f"(more: --page-token {token})", err=True)
+
+
+@jobs.command("get")
+@click.argument("job_id")
+@_client_options
+def jobs_get(client: ApiClient, job_id: str) -> None:
+    """Show one job."""
+    _echo_json(client.call("GET", f"/v1/jobs/{job_id}"))
+
+
+@jobs.command("pause")
+@click.argument("job_id")
+@_client_options
+def jobs_pause(client: ApiClient, job_id: str) -> None:
+    """Pause a scheduled job (its pending run is cancelled)."""
+    _echo_json(client.call("POST", f"/v1/jobs/{job_id}:pause"))
+
+
+@jobs.command("resume")
+@click.argument("job_id")
+@_client_options
+def jobs_resume(client: ApiClient, job_id: str) -> None:
+    """Resume a paused job."""
+    _echo_json(client.call("POST", f"/v1/jobs/{job_id}:resume"))
+
+
+@jobs.command("delete")
+@click.argument("job_id")
+@_client_options
+def jobs_delete(client: ApiClient, job_id: str) -> None:
+    """Cancel a job and its pending runs."""
+    client.call("DELETE", f"/v1/jobs/{job_id}")
+    click.echo(f"deleted {job_id}")
+
+
+@jobs.command("run")
+@click.argument("job_id")
+@_client_options
+def jobs_run(client: ApiClient, job_id: str) -> None:
+    """Run a job now, in addition to its schedule; prints the new run."""
+    _echo_json(client.call("POST", f"/v1/jobs/{job_id}:run"))
+
+
+@jobs.command("runs")
+@click.argument("job_id")
+@click.option("--page-size", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--page-token", help="next_page_token of a previous page")
+@click.option("--json", "as_json", is_flag=True, help="print the raw JSON page")
+@_client_options
+def jobs_runs(client: ApiClient, job_id: str, page_size: int, page_token: str | None,
+              as_json: bool) -> None:
+    """A job's runs, newest first."""
+    query: dict[str, Any] = {"page_size": page_size}
+    if page_token:
+        query["page_token"] = page_token
+    page = client.call("GET", f"/v1/jobs/{job_id}/runs", params=query)
+    if as_json:
+        _echo_json(page)
+        return
+    _echo_table([[r["run_id"], r["scheduled_at"], r["status"], str(r["attempt"]),
+                  _short(r["error"] if r["error"] else r["output"] or "")]
+                 for r in page["runs"]], ["RUN_ID", "SCHEDULED_AT", "STATUS", "ATTEMPT", "RESULT"])
+    if page["next_page_token"]:
+        click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

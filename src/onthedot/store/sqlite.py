@@ -46,6 +46,7 @@ from onthedot.store.sqlite_conn import SqliteConnection, sqlite_path
 
 Q = load_queries("onthedot.store", "sql/sqlite/queries.sql")
 HOUR = timedelta(hours=1)
+MISSED_ERROR = "missed: misfire policy is skip"  # what run_mark_skipped stores
 
 
 class SqliteStore:
@@ -142,7 +143,7 @@ class SqliteStore:
             }).fetchall()
             c.executemany(Q["run_touch_enqueued"],
                           [{"run_id": r["run_id"], "now": ts(now)} for r in rows])
-            return [run_from_row(r) for r in rows]
+            return [replace(run_from_row(r), enqueued_at=now) for r in rows]
 
         return await self._db.write(tx)
 
@@ -378,7 +379,8 @@ def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
             if _misfired(run, r["misfire_policy"], claim):
                 c.execute(Q["run_mark_skipped"], {"run_id": run.run_id, "now": ts(claim.now)})
                 _append_event(c, run.job_id, run.run_id, RunStatus.SKIPPED, claim.now)
-                skipped.append(replace(run, status=RunStatus.SKIPPED, finished_at=claim.now))
+                skipped.append(replace(run, status=RunStatus.SKIPPED, finished_at=claim.now,
+                                       error=MISSED_ERROR))
             else:
                 c.execute(Q["run_mark_enqueued"], {"run_id": run.run_id, "now": ts(claim.now)})
                 enqueued.append(replace(run, status=RunStatus.ENQUEUED, enqueued_at=claim.now))

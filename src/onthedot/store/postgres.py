@@ -1,0 +1,697 @@
+"""The production store: PostgreSQL through psycopg 3 (async) and a connection pool.
+
+Same semantics as the SQLite store, with PostgreSQL doing the concurrency work:
+
+* ``job_runs`` is partitioned by day on ``scheduled_at`` (``job_runs_pYYYYMMDD``, plus a DEFAULT
+  partition as a safety net). ``partitions_maintain`` keeps yesterday .. now + ahead days, moving
+  a day's rows out of the default partition when it creates the day, and detaches and drops days
+  older than the retention. Every lookup by run id also names ``scheduled_at`` (the run id
+  encodes it), so it reads a single partition.
+* ``runs_claim_due`` walks the shard's hourly buckets from its watermark like the SQLite store,
+  but each bucket is claimed by ONE statement (``FOR UPDATE SKIP LOCKED`` in a CTE, the PENDING
+  guard repeated in the UPDATE), so watchers may claim the same shard concurrently: each run is
+  taken by exactly one of them. A bucket where rows were skipped (held by another transaction)
+  does not count as drained, so the watermark never passes a run that might stay PENDING.
+* Run events become visible to ``events_after`` only once every older transaction has ended;
+  their ids carry the inserting transaction's id so that visible events are always a prefix
+  of the id order (migration 0001 and docs/postgres.md explain why a plain sequence is not
+  enough).
+* Inserting or reviving a PENDING run that is due within ``NOTIFY_HORIZON`` sends a NOTIFY in
+  the same transaction; ``due_notice_wait`` LISTENs on a dedicated connection.
+
+Driver errors that mean "the database is not answering" (psycopg ``OperationalError``, a pool
+timeout, a closed connection) become ``BackendError`` with the driver error as cause. The pool
+checks each connection before handing it out and reconnects in the background, so the store
+survives a PostgreSQL restart: calls fail with BackendError while it is down, then work again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing, asynccontextmanager
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection, sql
+from psycopg.rows import DictRow, dict_row
+from psycopg.types.string import TextLoader
+from psycopg_pool import AsyncConnectionPool
+
+from onthedot.domain.errors import BackendError, ConfigError
+from onthedot.domain.ids import bucket_start, scheduled_at_of, time_bucket_of, ulid_floor
+from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
+from onthedot.store.base import (
+    DueClaim,
+    DueClaimed,
+    EventApply,
+    JobCreated,
+    JobListQuery,
+    JobSave,
+    RunClaim,
+    RunFinish,
+    RunRetry,
+)
+from onthedot.store.codec import (
+    dump_output,
+    event_from_row,
+    job_from_row,
+    job_to_params,
+    run_from_row,
+    run_to_params,
+)
+from onthedot.store.sqlfile import load_migrations, load_queries
+
+Q = load_queries("onthedot.store", "sql/postgres/queries.sql")
+log = logging.getLogger(__name__)
+
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+NOTIFY_HORIZON = timedelta(seconds=2)  # a PENDING run due sooner than this wakes the watchers
+POOL_TIMEOUT_SECONDS = 10.0  # default wait for a pooled connection, then BackendError
+PARTITION_LOCK_TIMEOUT = "5s"  # partition DDL gives up instead of queueing all queries behind it
+PARTITION_PREFIX = "job_runs_p"
+_PARTITION_NAME = re.compile(r"^job_runs_p(\d{8})$")
+# Event ids keep a per-transaction ordinal in their low 16 bits (run_event_next_id), so one
+# transaction appends at most this many events: a claim takes at most this many runs per call.
+MAX_EVENTS_PER_TRANSACTION = 65_535
+_IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most 63 bytes
+
+# Errors meaning "the database did not answer"; others (constraint violations, bad SQL) are bugs
+# and propagate unchanged.
+_UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
+
+Conn = AsyncConnection[DictRow]
+
+
+class PostgresStore:
+    def __init__(self, dsn: str, *, schema: str = "public", partition_ahead_days: int = 7,
+                 retention_days: int = 30, pool_min: int = 1, pool_max: int = 10,
+                 pool_timeout_seconds: float = POOL_TIMEOUT_SECONDS) -> None:
+        if partition_ahead_days < 0:
+            raise ConfigError("partition_ahead_days must not be negative",
+                              field="partition_ahead_days", expected="an integer >= 0")
+        if retention_days < 1:
+            raise ConfigError("retention_days must be at least 1", field="retention_days",
+                              expected="an integer >= 1")
+        if not 1 <= pool_min <= pool_max:
+            raise ConfigError("pool sizes must satisfy 1 <= pool_min <= pool_max",
+                              field="pool_max", expected="an integer >= pool_min")
+        self.dsn = dsn
+        self.schema = schema
+        self.partition_ahead_days = partition_ahead_days
+        self.retention_days = retention_days
+        self.channel = _channel_name(schema)
+        self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            dsn,
+            connection_class=AsyncConnection[DictRow],
+            kwargs={
+                "autocommit": True,
+                "row_factory": dict_row,
+                # Lets an operator (and the tests) tell this store's sessions apart.
+                "application_name": f"onthedot/{schema}"[:_IDENTIFIER_MAX_BYTES],
+            },
+            min_size=pool_min,
+            max_size=pool_max,
+            open=False,
+            configure=self._configure,
+            check=AsyncConnectionPool.check_connection,  # drop connections a restart killed
+            timeout=pool_timeout_seconds,
+            name=f"onthedot:{schema}",
+        )
+        self._pool_open = False
+        self._closed = False
+        self._listener: AsyncConnection[Any] | None = None
+        self._open_lock = asyncio.Lock()
+        self._listen_lock = asyncio.Lock()
+
+    # --- lifecycle -----------------------------------------------------------------------
+    async def migrate(self) -> None:
+        async with self._tx() as conn:
+            await conn.execute(Q["migrate_lock"], {"schema": self.schema})
+            await conn.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
+            )
+            await conn.execute(Q["migrations_table"])
+            rows = await (await conn.execute(Q["migrations_done"])).fetchall()
+            done = {int(r["version"]) for r in rows}
+            for version, text in load_migrations("onthedot.store", "sql/postgres/migrations"):
+                if version not in done:
+                    await conn.execute(text.encode())  # several statements, no parameters
+                    await conn.execute(Q["migration_record"], {"version": version})
+        await self.partitions_maintain(datetime.now(UTC))
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
+        if self._pool_open:
+            await self._pool.close()
+
+    async def ping(self) -> None:
+        async with self._conn() as conn:
+            await conn.execute("SELECT 1")
+
+    async def due_notice_wait(self, seconds: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        try:
+            async with asyncio.timeout(seconds):
+                await self._listen_lock.acquire()
+        except TimeoutError:
+            return False
+        try:
+            conn = await self._listen_connection()
+            remaining = max(0.0, deadline - loop.time())
+            # The generators hold the connection's lock until closed: close them here.
+            got = False
+            async with aclosing(conn.notifies(timeout=remaining, stop_after=1)) as notices:
+                async for _ in notices:
+                    got = True
+            if got:  # collapse a burst of notices into this one wakeup
+                async with aclosing(conn.notifies(timeout=0)) as notices:
+                    async for _ in notices:
+                        pass
+            return got
+        except _UNAVAILABLE as exc:
+            await self._drop_listener()
+            if self._closed:
+                return False
+            # Degrade to polling: the watcher ticks on its own; LISTEN again next time.
+            log.warning("LISTEN connection failed, waiting without it: %s", exc)
+            await asyncio.sleep(max(0.0, deadline - loop.time()))
+            return False
+        finally:
+            self._listen_lock.release()
+
+    # --- partitions ----------------------------------------------------------------------
+    async def partitions_maintain(self, now: datetime) -> None:
+        """Create the daily partitions from yesterday to now + ``partition_ahead_days``, and
+        detach and drop the ones that end before now - ``retention_days``.
+
+        A partition still holding an open run (PENDING, ENQUEUED, RUNNING, RETRYING) is kept:
+        runs missed during a long outage must still be found by the watchers. Each partition
+        is one transaction; one whose locks are not granted within PARTITION_LOCK_TIMEOUT is
+        left for the next call."""
+        first = (now - DAY).astimezone(UTC).date()
+        last = (now + timedelta(days=self.partition_ahead_days)).astimezone(UTC).date()
+        async with self._conn() as conn:
+            existing = await _partition_days(conn)
+        day = first
+        while day <= last:
+            if day not in existing:
+                await self._partition_step(day, self._partition_create)
+            day += DAY
+        cutoff = now - timedelta(days=self.retention_days)
+        for old in sorted(existing):
+            if _day_start(old) + DAY <= cutoff:
+                await self._partition_step(old, self._partition_drop)
+
+    async def _partition_step(self, day: date,
+                              step: Callable[[Conn, date], Awaitable[None]]) -> None:
+        try:
+            async with self._tx() as conn:
+                await conn.execute(Q["partitions_lock"], {"schema": self.schema})
+                await conn.execute(Q["partition_set_lock_timeout"],
+                                   {"lock_timeout": PARTITION_LOCK_TIMEOUT})
+                await step(conn, day)
+        except BackendError as exc:
+            if not isinstance(exc.__cause__, psycopg.errors.LockNotAvailable):
+                raise
+            log.warning("partition %s%s: lock not granted, retrying at the next maintenance",
+                        PARTITION_PREFIX, f"{day:%Y%m%d}")
+
+    async def _partition_create(self, conn: Conn, day: date) -> None:
+        if day in await _partition_days(conn):
+            return  # another maintainer made it while we waited for the lock
+        names = _partition_names(day)
+        # Writers into the default partition wait until the day's rows have moved: none can
+        # slip in between the move and the attach (which would then fail its check).
+        await conn.execute(Q["partition_lock_default"])
+        await conn.execute(_ddl("partition_create_table", **names))
+        moved = await conn.execute(_ddl("partition_move_from_default", **names))
+        await conn.execute(_ddl("partition_attach", **names))
+        if moved.rowcount:
+            log.info("partition %s created with %d runs from the default partition",
+                     f"{PARTITION_PREFIX}{day:%Y%m%d}", moved.rowcount)
+
+    async def _partition_drop(self, conn: Conn, day: date) -> None:
+        if day not in await _partition_days(conn):
+            return
+        names = _partition_names(day)
+        cur = await conn.execute(_ddl("partition_has_open_runs", **names))
+        row = await cur.fetchone()
+        if row is not None and row["open"]:
+            log.warning("partition %s is past retention but holds open runs; kept",
+                        f"{PARTITION_PREFIX}{day:%Y%m%d}")
+            return
+        await conn.execute(_ddl("partition_detach", **names))
+        await conn.execute(_ddl("partition_drop", **names))
+
+    # --- jobs ----------------------------------------------------------------------------
+    async def job_create(self, job: Job, first_run: JobRun | None) -> JobCreated:
+        async with self._tx() as conn:
+            cur = await conn.execute(Q["job_insert"], _job_params(job))
+            if await cur.fetchone() is None:
+                cur = await conn.execute(Q["job_by_idempotency_key"], {
+                    "user_id": job.user_id, "idempotency_key": job.idempotency_key,
+                })
+                row = await cur.fetchone()
+                if row is None:  # cannot happen: the conflict that stopped the insert is here
+                    raise BackendError("idempotency conflict without a matching job")
+                return JobCreated(job=job_from_row(row), created=False)
+            if first_run is not None:
+                await self._insert_run(conn, first_run)
+            return JobCreated(job=job, created=True)
+
+    async def job_get(self, user_id: str, job_id: str) -> Job | None:
+        row = await self._one(Q["job_get"], {"user_id": user_id, "job_id": job_id})
+        return None if row is None else job_from_row(row)
+
+    async def job_get_any(self, job_id: str) -> Job | None:
+        row = await self._one(Q["job_get_any"], {"job_id": job_id})
+        return None if row is None else job_from_row(row)
+
+    async def jobs_list(self, query: JobListQuery) -> list[Job]:
+        rows = await self._all(Q["jobs_list"], {
+            "user_id": query.user_id,
+            "status": None if query.status is None else query.status.value,
+            "job_id_from": None if query.created_from is None else ulid_floor(query.created_from),
+            "job_id_to": None if query.created_to is None else ulid_floor(query.created_to),
+            "before_job_id": query.before_job_id,
+            "limit": query.limit,
+        })
+        return [job_from_row(r) for r in rows]
+
+    async def job_save(self, save: JobSave) -> None:
+        async with self._tx() as conn:
+            await conn.execute(Q["job_update"], _job_params(save.job))
+            if save.cancel_open_runs:
+                await conn.execute(Q["runs_cancel_open"], {
+                    "job_id": save.job.job_id, "now": save.job.updated_at,
+                })
+            if save.insert_run is not None:
+                await self._insert_or_revive(conn, save.insert_run)
+
+    # --- runs ----------------------------------------------------------------------------
+    async def run_insert(self, run: JobRun) -> bool:
+        async with self._tx() as conn:
+            return await self._insert_run(conn, run)
+
+    async def run_get(self, run_id: str) -> JobRun | None:
+        at = _scheduled_at(run_id)
+        if at is None:
+            return None
+        row = await self._one(Q["run_get"], {"run_id": run_id, "scheduled_at": at})
+        return None if row is None else run_from_row(row)
+
+    async def runs_list(self, job_id: str, limit: int,
+                        before_scheduled_at: datetime | None) -> list[JobRun]:
+        rows = await self._all(Q["runs_list"], {
+            "job_id": job_id, "limit": limit, "before_scheduled_at": before_scheduled_at,
+        })
+        return [run_from_row(r) for r in rows]
+
+    async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
+        async with self._tx() as conn:
+            return await _claim_due(conn, claim)
+
+    async def runs_stale_enqueued(self, shard: int, older_than: datetime, now: datetime,
+                                  limit: int) -> list[JobRun]:
+        rows = await self._all(Q["runs_stale_enqueued"], {
+            "shard": shard, "older_than": older_than, "now": now, "limit": limit,
+        })
+        rows.sort(key=lambda r: (r["published_at"], r["run_id"]))
+        return [run_from_row(r) for r in rows]
+
+    async def shard_watermark(self, shard: int) -> int | None:
+        row = await self._one(Q["watermark_get"], {"shard": shard})
+        return None if row is None else int(row["bucket"])
+
+    async def run_claim(self, claim: RunClaim) -> JobRun | None:
+        at = _scheduled_at(claim.run_id)
+        if at is None:
+            return None
+        row = await self._one(Q["run_claim"], {
+            "run_id": claim.run_id,
+            "scheduled_at": at,
+            "token": claim.token,
+            "now": claim.now,
+            "lease_expires_at": claim.now + timedelta(seconds=claim.lease_seconds),
+        })
+        return None if row is None else run_from_row(row)
+
+    async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
+        at = _scheduled_at(run_id)
+        if at is None:
+            return False
+        return await self._count(Q["run_extend_lease"], {
+            "run_id": run_id, "scheduled_at": at, "token": token,
+            "lease_expires_at": lease_expires_at,
+        }) == 1
+
+    async def run_retry(self, retry: RunRetry) -> bool:
+        at = _scheduled_at(retry.run_id)
+        if at is None:
+            return False
+        return await self._count(Q["run_retry"], {
+            "run_id": retry.run_id, "scheduled_at": at, "token": retry.token,
+            "error": retry.error,
+        }) == 1
+
+    async def run_finish(self, finish: RunFinish) -> RunEvent | None:
+        at = _scheduled_at(finish.run_id)
+        if at is None:
+            return None
+        row = await self._one(Q["run_finish"], {
+            "run_id": finish.run_id,
+            "scheduled_at": at,
+            "token": finish.token,
+            "status": finish.status.value,
+            "finished_at": finish.finished_at,
+            "output": dump_output(finish.output),
+            "error": finish.error,
+            "dead_lettered": finish.dead_lettered,
+        })
+        if row is None:
+            return None  # fenced: another attempt owns the run now
+        return RunEvent(event_id=int(row["event_id"]), job_id=row["job_id"],
+                        run_id=finish.run_id, status=finish.status,
+                        emitted_at=finish.finished_at)
+
+    async def run_redrive(self, run_id: str, now: datetime) -> JobRun | None:
+        at = _scheduled_at(run_id)
+        if at is None:
+            return None
+        row = await self._one(Q["run_redrive"], {"run_id": run_id, "scheduled_at": at, "now": now})
+        return None if row is None else run_from_row(row)
+
+    async def runs_dead_lettered(self, user_id: str, limit: int,
+                                 before_run_id: str | None) -> list[JobRun]:
+        rows = await self._all(Q["runs_dead_lettered"], {
+            "user_id": user_id, "limit": limit, "before_run_id": before_run_id,
+        })
+        return [run_from_row(r) for r in rows]
+
+    async def runs_count_by_status(self) -> dict[RunStatus, int]:
+        rows = await self._all(Q["runs_count_by_status"], {})
+        return {RunStatus(r["status"]): int(r["n"]) for r in rows}
+
+    # --- events --------------------------------------------------------------------------
+    async def events_after(self, event_id: int, limit: int) -> list[RunEvent]:
+        rows = await self._all(Q["events_after"], {"event_id": event_id, "limit": limit})
+        return [event_from_row(r) for r in rows]
+
+    async def cursor_get(self, consumer: str) -> int:
+        row = await self._one(Q["cursor_get"], {"consumer": consumer})
+        return 0 if row is None else int(row["position"])
+
+    async def event_apply(self, apply: EventApply) -> bool:
+        async with self._tx() as conn:
+            await conn.execute(Q["cursor_init"], {"consumer": apply.consumer})
+            cur = await conn.execute(Q["cursor_advance"], {
+                "consumer": apply.consumer,
+                "position": apply.event.event_id,
+                "previous": apply.previous_event_id,
+            })
+            if cur.rowcount != 1:
+                return False  # someone else applied it; nothing else is written
+            if apply.insert_run is not None:
+                await self._insert_or_revive(conn, apply.insert_run)
+            await conn.execute(Q["job_apply_event"], {
+                "job_id": apply.event.job_id,
+                "job_status": None if apply.job_status is None else apply.job_status.value,
+                "set_next_run_at": apply.set_next_run_at,
+                "next_run_at": apply.next_run_at,
+                "last_run_id": apply.event.run_id,
+                "updated_at": apply.event.emitted_at,
+            })
+            return True
+
+    # --- shard leases --------------------------------------------------------------------
+    async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,
+                                   ttl_seconds: float) -> list[int]:
+        async with self._tx() as conn:
+            if shards:
+                await conn.execute(Q["shard_lease_take"], {
+                    "shards": sorted(set(shards)), "owner": owner,
+                    "expires_at": now + timedelta(seconds=ttl_seconds), "now": now,
+                })
+            cur = await conn.execute(Q["shard_leases_owned"], {"owner": owner, "now": now})
+            return [int(r["shard"]) for r in await cur.fetchall()]
+
+    async def shard_leases_release(self, owner: str) -> None:
+        await self._count(Q["shard_leases_release"], {"owner": owner})
+
+    async def shard_owners(self, now: datetime) -> dict[int, str]:
+        rows = await self._all(Q["shard_owners"], {"now": now})
+        return {int(r["shard"]): r["owner"] for r in rows}
+
+    async def members_heartbeat(self, group: str, member: str, now: datetime,
+                                ttl_seconds: float) -> list[str]:
+        params = {"group_name": group, "member": member, "now": now,
+                  "expires_at": now + timedelta(seconds=ttl_seconds)}
+        async with self._tx() as conn:
+            await conn.execute(Q["member_heartbeat"], params)
+            await conn.execute(Q["members_expired_delete"], params)
+            cur = await conn.execute(Q["members_live"], params)
+            return [str(r["member"]) for r in await cur.fetchall()]
+
+    async def members_leave(self, group: str, member: str) -> None:
+        await self._count(Q["member_leave"], {"group_name": group, "member": member})
+
+    # --- tokens --------------------------------------------------------------------------
+    async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:
+        await self._count(Q["token_add"], {"token_hash": token_hash, "user_id": user_id,
+                                           "now": now})
+
+    async def token_user(self, token_hash: str) -> str | None:
+        row = await self._one(Q["token_user"], {"token_hash": token_hash})
+        return None if row is None else str(row["user_id"])
+
+    async def tokens_exist(self) -> bool:
+        row = await self._one(Q["tokens_exist"], {})
+        return bool(row and row["present"])
+
+    # --- operators and tests -------------------------------------------------------------
+    async def explain_due_query(self, shard: int, bucket: int, now: datetime) -> list[str]:
+        """EXPLAIN of one bucket's claim statement: shows the partitions it reads (one, after
+        pruning) and the index it uses."""
+        rows = await self._all("EXPLAIN " + Q["runs_claim_due_bucket"],
+                               _bucket_params(shard, bucket, now, 100, 0.0))
+        return [str(r["QUERY PLAN"]) for r in rows]
+
+    # --- helpers -------------------------------------------------------------------------
+    async def _configure(self, conn: Conn) -> None:
+        # The codec parses JSON text itself: psycopg's jsonb loader would hand it a Python
+        # string for a JSON string output, which the codec would then parse a second time.
+        conn.adapters.register_loader("jsonb", TextLoader)
+        await conn.execute(
+            "SELECT set_config('search_path', quote_ident(%(schema)s), false),"
+            " set_config('TimeZone', 'UTC', false)",
+            {"schema": self.schema},
+        )
+
+    async def _open(self) -> None:
+        if self._closed:
+            raise BackendError("the PostgreSQL store is closed")
+        if not self._pool_open:
+            async with self._open_lock:  # the first callers may arrive together
+                if not self._pool_open:
+                    await self._pool.open(wait=False)  # connects in the background
+                    self._pool_open = True
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[Conn]:
+        await self._open()
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except _UNAVAILABLE as exc:
+            raise BackendError(f"PostgreSQL error: {exc}") from exc
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[Conn]:
+        async with self._conn() as conn, conn.transaction():
+            yield conn
+
+    async def _one(self, query: str, params: dict[str, Any]) -> DictRow | None:
+        async with self._conn() as conn:
+            cur = await conn.execute(query, params)
+            return await cur.fetchone()
+
+    async def _all(self, query: str, params: dict[str, Any]) -> list[DictRow]:
+        async with self._conn() as conn:
+            cur = await conn.execute(query, params)
+            return await cur.fetchall()
+
+    async def _count(self, query: str, params: dict[str, Any]) -> int:
+        async with self._conn() as conn:
+            cur = await conn.execute(query, params)
+            return cur.rowcount
+
+    async def _insert_run(self, conn: Conn, run: JobRun) -> bool:
+        cur = await conn.execute(Q["run_insert"], _run_params(run))
+        inserted = cur.rowcount == 1
+        if inserted and run.status is RunStatus.PENDING:
+            await self._notify_if_due(conn, run)
+        return inserted
+
+    async def _insert_or_revive(self, conn: Conn, run: JobRun) -> None:
+        """Insert the run, or bring a CANCELLED run with its id back to PENDING."""
+        if await self._insert_run(conn, run):
+            return
+        cur = await conn.execute(Q["run_revive"], {
+            "run_id": run.run_id, "scheduled_at": run.scheduled_at,
+        })
+        if cur.rowcount == 1:
+            await self._notify_if_due(conn, run)
+
+    async def _notify_if_due(self, conn: Conn, run: JobRun) -> None:
+        if run.scheduled_at <= datetime.now(UTC) + NOTIFY_HORIZON:
+            await conn.execute(Q["notify_due"], {"channel": self.channel,
+                                                 "payload": str(run.shard)})
+
+    async def _listen_connection(self) -> AsyncConnection[Any]:
+        if self._listener is None or self._listener.closed:
+            conn = await AsyncConnection.connect(
+                self.dsn, autocommit=True,
+                application_name=f"onthedot/{self.schema}/listen"[:_IDENTIFIER_MAX_BYTES],
+            )
+            try:
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            except BaseException:
+                await conn.close()
+                raise
+            self._listener = conn
+        return self._listener
+
+    async def _drop_listener(self) -> None:
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            await listener.close()
+
+
+async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
+    """Walk the shard's hourly buckets from its watermark up to now, claiming due runs.
+
+    The watermark moves to the first bucket that is not fully drained, but never past
+    ``now - watermark_margin`` so a run inserted slightly in the past is still found."""
+    row = await (await conn.execute(Q["watermark_get"], {"shard": claim.shard})).fetchone()
+    now_bucket = time_bucket_of(claim.now)
+    safe_bucket = time_bucket_of(claim.now - timedelta(seconds=claim.watermark_margin_seconds))
+    if row is None:  # first visit: start at the oldest PENDING run, however old
+        cur = await conn.execute(Q["oldest_pending_bucket"], {"shard": claim.shard})
+        oldest = await cur.fetchone()
+        start = safe_bucket if oldest is None or oldest["bucket"] is None else oldest["bucket"]
+        bucket = min(int(start), safe_bucket)
+    else:
+        bucket = min(int(row["bucket"]), safe_bucket)
+    enqueued: list[JobRun] = []
+    skipped: list[JobRun] = []
+    new_watermark = safe_bucket
+    remaining = min(claim.limit, MAX_EVENTS_PER_TRANSACTION)
+    cursor = bucket_start(bucket)
+    while remaining > 0 and time_bucket_of(cursor) <= now_bucket:
+        b = time_bucket_of(cursor)
+        params = _bucket_params(claim.shard, b, claim.now, remaining,
+                                claim.misfire_grace_seconds)
+        rows = await (await conn.execute(Q["runs_claim_due_bucket"], params)).fetchall()
+        for r in rows:
+            run = run_from_row(r)
+            (skipped if run.status is RunStatus.SKIPPED else enqueued).append(run)
+        remaining -= len(rows)
+        if remaining == 0:
+            new_watermark = min(new_watermark, b)  # this bucket may hold more: look again
+        elif b < new_watermark:
+            # Rows another transaction holds were skipped; until it commits they are PENDING.
+            cur = await conn.execute(Q["bucket_has_pending"], params)
+            pending = await cur.fetchone()
+            if pending is not None and pending["pending"]:
+                new_watermark = b
+        cursor += HOUR
+    await conn.execute(Q["watermark_set"], {"shard": claim.shard, "bucket": new_watermark})
+    return DueClaimed(enqueued=enqueued, skipped=skipped)
+
+
+def _bucket_params(shard: int, bucket: int, now: datetime, limit: int,
+                   misfire_grace_seconds: float) -> dict[str, Any]:
+    start = bucket_start(bucket)
+    return {
+        "shard": shard,
+        "bucket": bucket,
+        "bucket_from": start,
+        "bucket_to": start + HOUR,
+        "now": now,
+        "misfire_before": now - timedelta(seconds=misfire_grace_seconds),
+        "limit": limit,
+    }
+
+
+def _job_params(job: Job) -> dict[str, Any]:
+    """The codec's parameters (JSON as text, cast to jsonb in SQL) with native timestamps."""
+    params = job_to_params(job)  # also refuses naive datetimes
+    params.update(next_run_at=job.next_run_at, created_at=job.created_at,
+                  updated_at=job.updated_at)
+    return params
+
+
+def _run_params(run: JobRun) -> dict[str, Any]:
+    params = run_to_params(run)
+    params.update(
+        scheduled_at=run.scheduled_at,
+        lease_expires_at=run.lease_expires_at,
+        enqueued_at=run.enqueued_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        dead_lettered=run.dead_lettered,
+    )
+    return params
+
+
+def _scheduled_at(run_id: str) -> datetime | None:
+    """The partition key of a run id; None for an id no run can have (such as a typo in a
+    redrive request), which then matches nothing."""
+    try:
+        return scheduled_at_of(run_id)
+    except (ValueError, IndexError):
+        return None
+
+
+def _channel_name(schema: str) -> str:
+    channel = f"onthedot_due.{schema}"
+    if len(channel.encode()) > _IDENTIFIER_MAX_BYTES:
+        channel = "onthedot_due." + hashlib.sha256(schema.encode()).hexdigest()[:32]
+    return channel
+
+
+def _ddl(name: str, **parts: sql.Composable) -> sql.Composed:
+    return sql.SQL(Q[name]).format(**parts)
+
+
+def _partition_names(day: date) -> dict[str, sql.Composable]:
+    lo = _day_start(day)
+    return {
+        "partition": sql.Identifier(f"{PARTITION_PREFIX}{day:%Y%m%d}"),
+        "lo": sql.Literal(lo),
+        "hi": sql.Literal(lo + DAY),
+    }
+
+
+def _day_start(day: date) -> datetime:
+    return datetime.combine(day, time(), UTC)
+
+
+async def _partition_days(conn: Conn) -> set[date]:
+    rows = await (await conn.execute(Q["partitions_list"])).fetchall()
+    days = set()
+    for r in rows:
+        match = _PARTITION_NAME.match(r["name"])
+        if match:
+            days.add(datetime.strptime(match.group(1), "%Y%m%d").date())
+    return days

@@ -1,0 +1,135 @@
+-- onthedot schema for PostgreSQL, version 1.
+-- Runs inside the schema named by the store's ``schema`` option (search_path), in one
+-- transaction, under an advisory lock. Native types throughout: timestamptz, jsonb, boolean.
+
+-- Ids compare byte-wise (COLLATE "C"), as in SQLite and Python, whatever the database's
+-- collation: keyset pages and "first live member" mean the same on every backend.
+CREATE TABLE jobs (
+    job_id          text COLLATE "C" PRIMARY KEY,   -- ULID: sorts by creation time
+    user_id         text NOT NULL,
+    name            text NOT NULL,
+    action          jsonb NOT NULL,                 -- {"type": ..., ...}
+    job_type        text NOT NULL CHECK (job_type IN ('immediate', 'one-time', 'recurring')),
+    schedule        text,
+    run_time        text,
+    timezone        text NOT NULL,
+    status          text NOT NULL
+                    CHECK (status IN ('scheduled', 'paused', 'completed', 'failed', 'cancelled')),
+    retry_policy    jsonb NOT NULL,
+    misfire_policy  text NOT NULL CHECK (misfire_policy IN ('run_late', 'skip')),
+    timeout_seconds double precision NOT NULL CHECK (timeout_seconds > 0),
+    idempotency_key text,
+    request_hash    text,
+    next_run_at     timestamptz,
+    last_run_id     text,
+    created_at      timestamptz NOT NULL,
+    updated_at      timestamptz NOT NULL,
+    CONSTRAINT jobs_recurring_has_schedule CHECK (job_type <> 'recurring' OR schedule IS NOT NULL),
+    CONSTRAINT jobs_one_time_has_time CHECK (job_type <> 'one-time' OR run_time IS NOT NULL)
+);
+CREATE INDEX jobs_by_user ON jobs (user_id, job_id);
+CREATE UNIQUE INDEX jobs_idempotency ON jobs (user_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+
+-- Natively partitioned by day on scheduled_at: old history is dropped by detaching a partition,
+-- and a claim for one hourly bucket reads one partition. The run id encodes scheduled_at
+-- (ids.run_id_for), so (run_id, scheduled_at) is as unique as run_id alone and every lookup by
+-- run id can name its partition.
+CREATE TABLE job_runs (
+    run_id           text COLLATE "C" NOT NULL,     -- deterministic: job_id + scheduled_at
+    job_id           text COLLATE "C" NOT NULL REFERENCES jobs (job_id),
+    time_bucket      bigint NOT NULL,               -- scheduled_at (UTC) truncated to the hour
+    shard            integer NOT NULL CHECK (shard >= 0),
+    scheduled_at     timestamptz NOT NULL,
+    kind             text NOT NULL CHECK (kind IN ('scheduled', 'manual')),
+    status           text NOT NULL CHECK (status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING',
+                                                     'SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED')),
+    attempt          integer NOT NULL CHECK (attempt >= 0),
+    lease_token      text,
+    lease_expires_at timestamptz,
+    enqueued_at      timestamptz,
+    started_at       timestamptz,
+    finished_at      timestamptz,
+    output           jsonb,
+    error            text,
+    dead_lettered    boolean NOT NULL DEFAULT false,
+    CONSTRAINT job_runs_pkey PRIMARY KEY (run_id, scheduled_at),
+    -- The primary key is only as unique as run_id if run_id really encodes scheduled_at.
+    CONSTRAINT job_runs_id_encodes_time
+        CHECK (run_id LIKE '%-' || to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYYMMDD"T"HH24MISSUS"Z"')),
+    CONSTRAINT job_runs_bucket_of_time
+        CHECK (time_bucket = to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24')::bigint),
+    CONSTRAINT job_runs_running_has_lease
+        CHECK (status <> 'RUNNING'
+               OR (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL AND started_at IS NOT NULL)),
+    CONSTRAINT job_runs_finished_has_time
+        CHECK (status NOT IN ('SUCCEEDED', 'FAILED', 'SKIPPED') OR finished_at IS NOT NULL),
+    CONSTRAINT job_runs_dead_is_failed CHECK (NOT dead_lettered OR status = 'FAILED')
+) PARTITION BY RANGE (scheduled_at);
+-- Safety net for runs outside the daily partitions the maintainer keeps (far future, or older
+-- than yesterday when first inserted); PostgresStore.partitions_maintain moves a day's rows out
+-- when it creates that day's partition.
+CREATE TABLE job_runs_default PARTITION OF job_runs DEFAULT;
+-- The execution path: one (shard, time_bucket) at a time, due runs in schedule order. Partial, so
+-- finished history costs the watcher nothing; declared on the parent, so every partition has it.
+CREATE INDEX job_runs_due ON job_runs (shard, time_bucket, scheduled_at, job_id)
+    WHERE status = 'PENDING';
+CREATE INDEX job_runs_enqueued ON job_runs (shard, enqueued_at) WHERE status = 'ENQUEUED';
+CREATE INDEX job_runs_by_job ON job_runs (job_id, scheduled_at);
+CREATE INDEX job_runs_dead ON job_runs (run_id) WHERE dead_lettered;
+
+-- Run event ids follow visibility, not allocation: the inserting transaction's id (xid8) in the
+-- high bits and an ordinal within that transaction in the low 16 bits. Together with the filter
+-- in events_after (only transactions older than every one still running), a consumer reading
+-- "event_id > cursor" can never skip an event that commits late. See docs/postgres.md.
+CREATE FUNCTION run_event_next_id() RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$
+    SELECT (pg_current_xact_id()::text::bigint << 16)
+         + set_config('onthedot.run_event_ordinal',
+                      (coalesce(nullif(current_setting('onthedot.run_event_ordinal', true), ''),
+                                '0')::integer + 1)::text,
+                      true)::bigint
+$$;
+
+CREATE TABLE run_events (
+    event_id   bigint PRIMARY KEY DEFAULT run_event_next_id(),
+    xid        xid8 NOT NULL DEFAULT pg_current_xact_id(),  -- the inserting transaction
+    job_id     text NOT NULL,
+    run_id     text NOT NULL,
+    status     text NOT NULL CHECK (status IN ('SUCCEEDED', 'FAILED', 'SKIPPED')),
+    emitted_at timestamptz NOT NULL,
+    -- Fails when one transaction appends more than 65535 events (the ordinal would spill into
+    -- the next transaction's ids).
+    CONSTRAINT run_events_id_of_xact CHECK (event_id >> 16 = xid::text::bigint)
+);
+
+CREATE TABLE consumer_cursors (
+    consumer text PRIMARY KEY,
+    position bigint NOT NULL CHECK (position >= 0)
+);
+
+CREATE TABLE shard_watermarks (
+    shard  integer PRIMARY KEY,
+    bucket bigint NOT NULL
+);
+
+CREATE TABLE shard_leases (
+    shard      integer PRIMARY KEY,
+    owner      text NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+
+-- Who is alive in a group (all watchers, the recurring watchers); ownership is the lease.
+CREATE TABLE members (
+    group_name text NOT NULL,
+    member     text COLLATE "C" NOT NULL,  -- the first live member leads
+    expires_at timestamptz NOT NULL,
+    PRIMARY KEY (group_name, member)
+);
+
+CREATE TABLE api_tokens (
+    token_hash text PRIMARY KEY,                    -- sha256 of the bearer token; never the token
+    user_id    text NOT NULL,
+    created_at timestamptz NOT NULL
+);

@@ -1,0 +1,327 @@
+-- Named queries of the PostgreSQL store. Parameters are psycopg's %(name)s; nothing is spliced in
+-- except the partition DDL's identifiers, composed with psycopg.sql ({placeholders} below).
+-- Lookups by run id also name scheduled_at (ids.scheduled_at_of) so they touch one partition.
+-- Nullable parameters tested with IS NULL carry a cast: PostgreSQL cannot type a bare NULL.
+
+-- name: job_insert
+INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
+                  retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
+                  next_run_at, last_run_id, created_at, updated_at)
+VALUES (%(job_id)s, %(user_id)s, %(name)s, %(action)s::jsonb, %(job_type)s, %(schedule)s,
+        %(run_time)s, %(timezone)s, %(status)s, %(retry_policy)s::jsonb, %(misfire_policy)s,
+        %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s, %(next_run_at)s,
+        %(last_run_id)s, %(created_at)s, %(updated_at)s)
+ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING job_id
+
+-- name: job_by_idempotency_key
+SELECT * FROM jobs WHERE user_id = %(user_id)s AND idempotency_key = %(idempotency_key)s
+
+-- name: job_get
+SELECT * FROM jobs WHERE user_id = %(user_id)s AND job_id = %(job_id)s
+
+-- name: job_get_any
+SELECT * FROM jobs WHERE job_id = %(job_id)s
+
+-- name: jobs_list
+SELECT * FROM jobs
+WHERE user_id = %(user_id)s
+  AND (%(status)s::text IS NULL OR status = %(status)s::text)
+  AND (%(job_id_from)s::text IS NULL OR job_id >= %(job_id_from)s::text)
+  AND (%(job_id_to)s::text IS NULL OR job_id < %(job_id_to)s::text)
+  AND (%(before_job_id)s::text IS NULL OR job_id < %(before_job_id)s::text)
+ORDER BY job_id DESC
+LIMIT %(limit)s
+
+-- name: job_update
+UPDATE jobs
+SET name = %(name)s, action = %(action)s::jsonb, job_type = %(job_type)s,
+    schedule = %(schedule)s, run_time = %(run_time)s, timezone = %(timezone)s,
+    status = %(status)s, retry_policy = %(retry_policy)s::jsonb,
+    misfire_policy = %(misfire_policy)s, timeout_seconds = %(timeout_seconds)s,
+    next_run_at = %(next_run_at)s, last_run_id = %(last_run_id)s, updated_at = %(updated_at)s
+WHERE job_id = %(job_id)s AND user_id = %(user_id)s
+
+-- name: runs_cancel_open
+UPDATE job_runs SET status = 'CANCELLED', finished_at = %(now)s
+WHERE job_id = %(job_id)s AND kind = 'scheduled' AND status IN ('PENDING', 'ENQUEUED', 'RETRYING')
+
+-- name: run_insert
+INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,
+                      lease_token, lease_expires_at, enqueued_at, started_at, finished_at,
+                      output, error, dead_lettered)
+VALUES (%(run_id)s, %(job_id)s, %(time_bucket)s, %(shard)s, %(scheduled_at)s, %(kind)s,
+        %(status)s, %(attempt)s, %(lease_token)s, %(lease_expires_at)s, %(enqueued_at)s,
+        %(started_at)s, %(finished_at)s, %(output)s::jsonb, %(error)s, %(dead_lettered)s)
+ON CONFLICT (run_id, scheduled_at) DO NOTHING
+
+-- name: run_revive
+UPDATE job_runs SET status = 'PENDING', finished_at = NULL, attempt = 0, error = NULL
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'CANCELLED'
+
+-- name: notify_due
+-- Wakes the watchers listening on the channel; sent inside the inserting transaction, so it is
+-- delivered only if the run commits.
+SELECT pg_notify(%(channel)s, %(payload)s)
+
+-- name: run_get
+SELECT * FROM job_runs WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+
+-- name: runs_list
+SELECT * FROM job_runs
+WHERE job_id = %(job_id)s
+  AND (%(before_scheduled_at)s::timestamptz IS NULL
+       OR scheduled_at < %(before_scheduled_at)s::timestamptz)
+ORDER BY scheduled_at DESC
+LIMIT %(limit)s
+
+-- name: runs_claim_due_bucket
+-- One (shard, time_bucket) in ONE statement. The CTE locks the due PENDING runs it will take,
+-- skipping rows another watcher holds; the UPDATE repeats the guard on the locked row version.
+-- The bucket's instant range lets the planner prune to the one daily partition holding it, where
+-- the partial index job_runs_due serves the ORDER BY. Late runs of misfire=skip jobs become
+-- SKIPPED and get their RunEvent in the same statement.
+WITH due AS (
+    SELECT r.run_id, r.scheduled_at,
+           (r.kind <> 'manual' AND j.misfire_policy = 'skip'
+            AND r.scheduled_at < %(misfire_before)s) AS misfired
+    FROM job_runs AS r JOIN jobs AS j ON j.job_id = r.job_id
+    WHERE r.shard = %(shard)s AND r.time_bucket = %(bucket)s
+      AND r.scheduled_at >= %(bucket_from)s AND r.scheduled_at < %(bucket_to)s
+      AND r.status = 'PENDING' AND r.scheduled_at <= %(now)s
+    ORDER BY r.scheduled_at, r.job_id
+    LIMIT %(limit)s
+    FOR UPDATE OF r SKIP LOCKED
+), claimed AS (
+    UPDATE job_runs AS r
+    SET status = CASE WHEN due.misfired THEN 'SKIPPED' ELSE 'ENQUEUED' END,
+        enqueued_at = CASE WHEN due.misfired THEN r.enqueued_at ELSE %(now)s END,
+        finished_at = CASE WHEN due.misfired THEN %(now)s ELSE r.finished_at END,
+        error = CASE WHEN due.misfired THEN 'missed: misfire policy is skip' ELSE r.error END
+    FROM due
+    WHERE r.run_id = due.run_id AND r.scheduled_at = due.scheduled_at
+      AND r.shard = %(shard)s AND r.time_bucket = %(bucket)s
+      AND r.scheduled_at >= %(bucket_from)s AND r.scheduled_at < %(bucket_to)s
+      AND r.status = 'PENDING'
+    RETURNING r.*
+), skipped_events AS (
+    INSERT INTO run_events (job_id, run_id, status, emitted_at)
+    SELECT job_id, run_id, 'SKIPPED', %(now)s FROM claimed WHERE status = 'SKIPPED'
+    ORDER BY scheduled_at, job_id
+)
+SELECT * FROM claimed ORDER BY scheduled_at, job_id
+
+-- name: bucket_has_pending
+-- After a short claim: were rows skipped because another transaction holds them? Their bucket
+-- is not drained until that transaction commits, so the watermark must not pass it.
+SELECT EXISTS (
+    SELECT 1 FROM job_runs
+    WHERE shard = %(shard)s AND time_bucket = %(bucket)s
+      AND scheduled_at >= %(bucket_from)s AND scheduled_at < %(bucket_to)s
+      AND status = 'PENDING'
+) AS pending
+
+-- name: watermark_get
+SELECT bucket FROM shard_watermarks WHERE shard = %(shard)s
+
+-- name: oldest_pending_bucket
+SELECT min(time_bucket) AS bucket FROM job_runs WHERE shard = %(shard)s AND status = 'PENDING'
+
+-- name: watermark_set
+INSERT INTO shard_watermarks AS w (shard, bucket) VALUES (%(shard)s, %(bucket)s)
+ON CONFLICT (shard) DO UPDATE SET bucket = excluded.bucket
+WHERE excluded.bucket > w.bucket
+
+-- name: runs_stale_enqueued
+-- Concurrent watchers of a shard republish disjoint sets (SKIP LOCKED); oldest publish first.
+WITH stale AS (
+    SELECT run_id, scheduled_at, enqueued_at FROM job_runs
+    WHERE shard = %(shard)s AND status = 'ENQUEUED' AND enqueued_at < %(older_than)s
+    ORDER BY enqueued_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE job_runs AS r SET enqueued_at = %(now)s
+FROM stale
+WHERE r.run_id = stale.run_id AND r.scheduled_at = stale.scheduled_at AND r.status = 'ENQUEUED'
+RETURNING r.*, stale.enqueued_at AS published_at
+
+-- name: run_claim
+-- A new attempt: for a queued or retrying run, or a running one whose worker stopped renewing.
+UPDATE job_runs
+SET status = 'RUNNING', attempt = attempt + 1, lease_token = %(token)s,
+    lease_expires_at = %(lease_expires_at)s, started_at = %(now)s, error = NULL
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+  AND (status IN ('ENQUEUED', 'RETRYING') OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
+RETURNING *
+
+-- name: run_extend_lease
+UPDATE job_runs SET lease_expires_at = %(lease_expires_at)s
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+  AND status = 'RUNNING' AND lease_token = %(token)s
+
+-- name: run_retry
+UPDATE job_runs SET status = 'RETRYING', error = %(error)s, lease_expires_at = NULL
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+  AND status = 'RUNNING' AND lease_token = %(token)s
+
+-- name: run_finish
+-- The terminal status and its RunEvent in one statement (so in one transaction).
+WITH finished AS (
+    UPDATE job_runs
+    SET status = %(status)s, finished_at = %(finished_at)s, output = %(output)s::jsonb,
+        error = %(error)s, dead_lettered = %(dead_lettered)s, lease_expires_at = NULL
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND status = 'RUNNING' AND lease_token = %(token)s
+    RETURNING job_id, run_id, status
+)
+INSERT INTO run_events (job_id, run_id, status, emitted_at)
+SELECT job_id, run_id, status, %(finished_at)s FROM finished
+RETURNING event_id, job_id
+
+-- name: run_redrive
+UPDATE job_runs
+SET status = 'ENQUEUED', attempt = 0, dead_lettered = false, enqueued_at = %(now)s,
+    finished_at = NULL, error = NULL, lease_token = NULL
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+  AND status = 'FAILED' AND dead_lettered
+RETURNING *
+
+-- name: runs_dead_lettered
+SELECT r.* FROM job_runs AS r JOIN jobs AS j ON j.job_id = r.job_id
+WHERE r.dead_lettered AND j.user_id = %(user_id)s
+  AND (%(before_run_id)s::text IS NULL OR r.run_id < %(before_run_id)s::text)
+ORDER BY r.run_id DESC
+LIMIT %(limit)s
+
+-- name: runs_count_by_status
+SELECT status, count(*) AS n FROM job_runs GROUP BY status
+
+-- name: events_after
+-- Only events of transactions older than every transaction still in progress: the set of such
+-- events only grows at its end, because event ids carry their transaction id in the high bits
+-- (run_event_next_id). "event_id < xmin << 16" is "xid < xmin", written so the primary key
+-- range bounds the scan.
+SELECT event_id, job_id, run_id, status, emitted_at FROM run_events
+WHERE event_id > %(event_id)s
+  AND event_id < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 16)
+ORDER BY event_id
+LIMIT %(limit)s
+
+-- name: cursor_get
+SELECT position FROM consumer_cursors WHERE consumer = %(consumer)s
+
+-- name: cursor_init
+INSERT INTO consumer_cursors (consumer, position) VALUES (%(consumer)s, 0)
+ON CONFLICT (consumer) DO NOTHING
+
+-- name: cursor_advance
+UPDATE consumer_cursors SET position = %(position)s
+WHERE consumer = %(consumer)s AND position = %(previous)s
+
+-- name: job_apply_event
+UPDATE jobs
+SET status = coalesce(%(job_status)s::text, status),
+    next_run_at = CASE WHEN %(set_next_run_at)s THEN %(next_run_at)s::timestamptz
+                       ELSE next_run_at END,
+    last_run_id = %(last_run_id)s,
+    updated_at = %(updated_at)s
+WHERE job_id = %(job_id)s
+
+-- name: shard_lease_take
+-- Shards in ascending order, so two owners asking for overlapping sets cannot deadlock.
+INSERT INTO shard_leases AS l (shard, owner, expires_at)
+SELECT s, %(owner)s, %(expires_at)s FROM unnest(%(shards)s::integer[]) AS s ORDER BY s
+ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+WHERE l.owner = excluded.owner OR l.expires_at <= %(now)s
+
+-- name: shard_leases_owned
+SELECT shard FROM shard_leases WHERE owner = %(owner)s AND expires_at > %(now)s ORDER BY shard
+
+-- name: shard_leases_release
+DELETE FROM shard_leases WHERE owner = %(owner)s
+
+-- name: shard_owners
+SELECT shard, owner FROM shard_leases WHERE expires_at > %(now)s
+
+-- name: member_heartbeat
+INSERT INTO members (group_name, member, expires_at)
+VALUES (%(group_name)s, %(member)s, %(expires_at)s)
+ON CONFLICT (group_name, member) DO UPDATE SET expires_at = excluded.expires_at
+
+-- name: members_expired_delete
+DELETE FROM members WHERE group_name = %(group_name)s AND expires_at <= %(now)s
+
+-- name: members_live
+SELECT member FROM members
+WHERE group_name = %(group_name)s AND expires_at > %(now)s
+ORDER BY member
+
+-- name: member_leave
+DELETE FROM members WHERE group_name = %(group_name)s AND member = %(member)s
+
+-- name: token_add
+INSERT INTO api_tokens (token_hash, user_id, created_at) VALUES (%(token_hash)s, %(user_id)s, %(now)s)
+
+-- name: token_user
+SELECT user_id FROM api_tokens WHERE token_hash = %(token_hash)s
+
+-- name: tokens_exist
+SELECT EXISTS (SELECT 1 FROM api_tokens) AS present
+
+-- name: migrate_lock
+-- Serialises concurrent migrate() calls for one schema (CREATE SCHEMA IF NOT EXISTS races).
+SELECT pg_advisory_xact_lock(hashtextextended('onthedot.migrate:' || %(schema)s, 0))
+
+-- name: migrations_table
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+
+-- name: migrations_done
+SELECT version FROM schema_migrations
+
+-- name: migration_record
+INSERT INTO schema_migrations (version) VALUES (%(version)s)
+
+-- name: partitions_lock
+-- One maintainer at a time per schema; the lock ends with the transaction.
+SELECT pg_advisory_xact_lock(hashtextextended('onthedot.partitions:' || %(schema)s, 0))
+
+-- name: partitions_list
+SELECT c.relname AS name
+FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'job_runs'::regclass
+
+-- name: partition_set_lock_timeout
+-- Partition DDL waits for running queries; give up (and retry at the next maintenance) rather
+-- than queue every other query of the table behind it.
+SELECT set_config('lock_timeout', %(lock_timeout)s, true)
+
+-- name: partition_lock_default
+LOCK TABLE job_runs_default IN ACCESS EXCLUSIVE MODE
+
+-- name: partition_create_table
+CREATE TABLE {partition} (LIKE job_runs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
+
+-- name: partition_move_from_default
+WITH moved AS (
+    DELETE FROM job_runs_default WHERE scheduled_at >= {lo} AND scheduled_at < {hi}
+    RETURNING *
+)
+INSERT INTO {partition} SELECT * FROM moved
+
+-- name: partition_attach
+ALTER TABLE job_runs ATTACH PARTITION {partition} FOR VALUES FROM ({lo}) TO ({hi})
+
+-- name: partition_has_open_runs
+SELECT EXISTS (
+    SELECT 1 FROM {partition} WHERE status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+) AS open
+
+-- name: partition_detach
+ALTER TABLE job_runs DETACH PARTITION {partition}
+
+-- name: partition_drop
+DROP TABLE {partition}

@@ -1,0 +1,100 @@
+-- The declared current schema of the SQLite store. The numbered migrations must produce exactly
+-- this (tests/conformance/test_migrations.py compares sqlite_master); change both together.
+-- Schema bookkeeping (schema_migrations) is created by the store.
+-- Timestamps are UTC ISO 8601 text of fixed width ('2026-06-22T08:00:00.000000Z'), so text order
+-- is time order and an operator can read them in the sqlite3 shell.
+
+CREATE TABLE jobs (
+    job_id          TEXT PRIMARY KEY,               -- ULID: sorts by creation time
+    user_id         TEXT NOT NULL,
+    name            TEXT NOT NULL,
+    action          TEXT NOT NULL,                  -- JSON: {"type": ..., ...}
+    job_type        TEXT NOT NULL CHECK (job_type IN ('immediate', 'one-time', 'recurring')),
+    schedule        TEXT,
+    run_time        TEXT,
+    timezone        TEXT NOT NULL,
+    status          TEXT NOT NULL
+                    CHECK (status IN ('scheduled', 'paused', 'completed', 'failed', 'cancelled')),
+    retry_policy    TEXT NOT NULL,                  -- JSON
+    misfire_policy  TEXT NOT NULL CHECK (misfire_policy IN ('run_late', 'skip')),
+    timeout_seconds REAL NOT NULL CHECK (timeout_seconds > 0),
+    idempotency_key TEXT,
+    request_hash    TEXT,
+    next_run_at     TEXT,
+    last_run_id     TEXT,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    CHECK (job_type <> 'recurring' OR schedule IS NOT NULL),
+    CHECK (job_type <> 'one-time' OR run_time IS NOT NULL)
+);
+CREATE INDEX jobs_by_user ON jobs (user_id, job_id);
+CREATE UNIQUE INDEX jobs_idempotency ON jobs (user_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE job_runs (
+    run_id           TEXT PRIMARY KEY,              -- deterministic: job_id + scheduled_at
+    job_id           TEXT NOT NULL REFERENCES jobs (job_id),
+    time_bucket      INTEGER NOT NULL,              -- scheduled_at (UTC) truncated to the hour
+    shard            INTEGER NOT NULL CHECK (shard >= 0),
+    scheduled_at     TEXT NOT NULL,
+    kind             TEXT NOT NULL CHECK (kind IN ('scheduled', 'manual')),
+    status           TEXT NOT NULL CHECK (status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING',
+                                                     'SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED')),
+    attempt          INTEGER NOT NULL CHECK (attempt >= 0),
+    lease_token      TEXT,
+    lease_expires_at TEXT,
+    enqueued_at      TEXT,
+    started_at       TEXT,
+    finished_at      TEXT,
+    output           TEXT,                          -- JSON
+    error            TEXT,
+    dead_lettered    INTEGER NOT NULL DEFAULT 0 CHECK (dead_lettered IN (0, 1)),
+    CHECK (status <> 'RUNNING'
+           OR (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL AND started_at IS NOT NULL)),
+    CHECK (status NOT IN ('SUCCEEDED', 'FAILED', 'SKIPPED') OR finished_at IS NOT NULL),
+    CHECK (dead_lettered = 0 OR status = 'FAILED')
+);
+-- The execution path: one (shard, time_bucket) partition at a time, due runs in schedule order.
+-- Partial, so finished history costs the watcher nothing.
+CREATE INDEX job_runs_due ON job_runs (shard, time_bucket, scheduled_at, job_id)
+    WHERE status = 'PENDING';
+CREATE INDEX job_runs_enqueued ON job_runs (shard, enqueued_at) WHERE status = 'ENQUEUED';
+CREATE INDEX job_runs_by_job ON job_runs (job_id, scheduled_at);
+CREATE INDEX job_runs_dead ON job_runs (run_id) WHERE dead_lettered = 1;
+
+CREATE TABLE run_events (
+    event_id   INTEGER PRIMARY KEY AUTOINCREMENT,   -- monotonic: SQLite has a single writer
+    job_id     TEXT NOT NULL,
+    run_id     TEXT NOT NULL,
+    status     TEXT NOT NULL CHECK (status IN ('SUCCEEDED', 'FAILED', 'SKIPPED')),
+    emitted_at TEXT NOT NULL
+);
+
+CREATE TABLE consumer_cursors (
+    consumer TEXT PRIMARY KEY,
+    position INTEGER NOT NULL CHECK (position >= 0)
+);
+
+CREATE TABLE shard_watermarks (
+    shard  INTEGER PRIMARY KEY,
+    bucket INTEGER NOT NULL
+);
+
+CREATE TABLE shard_leases (
+    shard      INTEGER PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+
+CREATE TABLE members (
+    group_name TEXT NOT NULL,
+    member     TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    PRIMARY KEY (group_name, member)
+);
+
+CREATE TABLE api_tokens (
+    token_hash TEXT PRIMARY KEY,                    -- sha256 of the bearer token; never the token
+    user_id    TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);

@@ -1,0 +1,118 @@
+"""Store fixtures: every conformance test runs once per backend, each on an isolated database.
+
+* sqlite: a fresh file under tmp_path.
+* postgres: a fresh schema ``t_<random>`` in the ``test`` database, dropped after the test.
+
+``store_env.open()`` gives another store on the same database (another process, in effect):
+the concurrency tests claim through several of them at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from onthedot.store.base import Store
+from onthedot.store.postgres import PostgresStore
+from onthedot.store.sqlite import SqliteStore
+
+PG_DSN = os.environ.get("ONTHEDOT_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@dataclass
+class StoreEnv:
+    kind: str  # "sqlite" or "postgres"
+    sqlite_path: Path | None = None
+    pg_schema: str | None = None
+    stores: list[Any] = field(default_factory=list)
+
+    def open(self) -> Any:
+        """Another (unmigrated) store instance on the same database, closed at teardown."""
+        store: Any
+        if self.kind == "sqlite":
+            store = SqliteStore(f"sqlite:///{self.sqlite_path}")
+        else:
+            assert self.pg_schema is not None
+            store = PostgresStore(PG_DSN, schema=self.pg_schema, pool_max=4)
+        self.stores.append(store)
+        return store
+
+    async def close_all(self) -> None:
+        for store in reversed(self.stores):
+            await store.close()
+        self.stores.clear()
+
+
+def new_pg_schema() -> str:
+    return f"t_{uuid.uuid4().hex[:12]}"
+
+
+async def drop_pg_schema(schema: str) -> None:
+    async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
+        await conn.execute(
+            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+        )
+
+
+def assert_no_stray_tasks() -> None:
+    """Teardown check: closing a store must stop its background tasks (pool workers,
+    listeners)."""
+    current = asyncio.current_task()
+    stray = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+    assert not stray, f"tasks left running after the stores closed: {stray}"
+
+
+@pytest.fixture(params=BACKENDS)
+async def store_env(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreEnv]:
+    if request.param == "sqlite":
+        env = StoreEnv(kind="sqlite", sqlite_path=tmp_path / "t.db")
+    else:
+        env = StoreEnv(kind="postgres", pg_schema=new_pg_schema())
+    try:
+        yield env
+        await env.close_all()
+        assert_no_stray_tasks()
+    finally:
+        await env.close_all()
+        if env.pg_schema is not None:
+            await drop_pg_schema(env.pg_schema)
+
+
+@pytest.fixture
+async def store(store_env: StoreEnv) -> Store:
+    """The backend under test, migrated."""
+    s: Store = store_env.open()
+    await s.migrate()
+    return s
+
+
+@pytest.fixture
+async def pg_env() -> AsyncIterator[StoreEnv]:
+    """PostgreSQL only, for its own behaviour (partitions, event visibility, reconnects)."""
+    env = StoreEnv(kind="postgres", pg_schema=new_pg_schema())
+    try:
+        yield env
+        await env.close_all()
+        assert_no_stray_tasks()
+    finally:
+        await env.close_all()
+        assert env.pg_schema is not None
+        await drop_pg_schema(env.pg_schema)
+
+
+@pytest.fixture
+async def pg_store(pg_env: StoreEnv) -> PostgresStore:
+    s: PostgresStore = pg_env.open()
+    await s.migrate()
+    return s

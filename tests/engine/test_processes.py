@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -131,8 +132,8 @@ async def test_service_down_when_runs_were_due(tmp_path: Path, client_rt: Runtim
     procs.append(start_roles("watcher,worker,recurring", tmp_path, "serve-2", **settings))
 
     async def both_final() -> bool:
-        statuses = [await _run_status(client_rt, v.job.job_id) for v in (late[0], skip[0])]
-        return all(s is not None and s.terminal for s in statuses)
+        jobs = [await client_rt.service.get_job("alice", v.job.job_id) for v in (late[0], skip[0])]
+        return all(j.status == "completed" for j in jobs)
 
     await async_wait_until(both_final, 30, "the restarted service to handle the missed runs")
     late_run = (await client_rt.service.list_runs("alice", late[0].job.job_id)).items[0]
@@ -141,13 +142,12 @@ async def test_service_down_when_runs_were_due(tmp_path: Path, client_rt: Runtim
     assert late_run.started_at is not None
     assert late_run.started_at - late_run.scheduled_at > timedelta(seconds=1)
     assert skip_run.status is RunStatus.SKIPPED
-    assert (await client_rt.service.get_job("alice", skip[0].job.job_id)).status == "completed"
 
 
 async def test_two_watchers_four_workers_run_2000_runs_once_each(
         tmp_path: Path, client_rt: Runtime, procs: list[RoleProcess],
         webhook: WebhookReceiver) -> None:
-    total = 2000
+    total = int(os.environ.get("ONTHEDOT_TEST_RUNS", "2000"))
     for i in range(total):
         await client_rt.service.create_job("alice", JobSpec(
             action={"type": "webhook", "url": webhook.url, "body": {"i": i}},
@@ -163,7 +163,7 @@ async def test_two_watchers_four_workers_run_2000_runs_once_each(
         counts = await client_rt.store.runs_count_by_status()
         return counts.get(RunStatus.SUCCEEDED, 0) == total
 
-    await async_wait_until(all_done, 240, "all 2,000 runs to succeed")
+    await async_wait_until(all_done, 240, f"all {total} runs to succeed")
     elapsed = time.monotonic() - started
     counts = await client_rt.store.runs_count_by_status()
     assert counts == {RunStatus.SUCCEEDED: total}

@@ -15,6 +15,7 @@ from onthedot.config import Settings
 from onthedot.runtime import serve_roles
 logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                     format="%(asctime)s %(name)s %(levelname)s %(message)s")
+logging.getLogger("httpx").setLevel(logging.WARNING)
 asyncio.run(serve_roles(Settings(), sys.argv[1].split(",")))
 """
 

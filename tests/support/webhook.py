@@ -73,7 +73,10 @@ class WebhookReceiver:
 
             do_POST = do_PUT = do_GET = do_PATCH = do_DELETE = _answer
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 1024  # many workers connect at once; the default backlog is 5
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

@@ -48,7 +48,7 @@ class WebhookAction:
         except httpx.TimeoutException as exc:
             raise ActionError(f"webhook timed out after {ctx.timeout_seconds:g}s") from exc
         except httpx.HTTPError as exc:
-            raise ActionError(f"webhook request failed: {exc}") from exc
+            raise ActionError(f"webhook request failed: {type(exc).__name__}: {exc}") from exc
         if not 200 <= response.status_code < 300:
             raise ActionError(f"webhook answered HTTP {response.status_code}")
         return {"status_code": response.status_code, "body": _preview(response)}

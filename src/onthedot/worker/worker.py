@@ -49,7 +49,7 @@ def backoff_seconds(policy: RetryPolicy, attempt: int, rng: random.Random | None
     """Exponential in the attempt number, capped, with jitter in [50 %, 100 %] of the step so
     many runs failing together do not retry in lockstep."""
     step = min(policy.max_backoff_seconds, policy.backoff_seconds * 2 ** max(0, attempt - 1))
-    return step * (0.5 + 0.5 * (rng or random).random())
+    return float(step * (0.5 + 0.5 * (rng or random).random()))
 
 
 class Worker:
@@ -190,9 +190,11 @@ class Worker:
         while True:
             await asyncio.sleep(self.visibility * HEARTBEAT_FRACTION)
             try:
-                await self.queue.extend(delivery, self.visibility)
                 until = self.clock.now() + timedelta(seconds=self.visibility)
-                if not await self.store.run_extend_lease(run_id, token, until):
+                extended = await self.queue.extend(delivery, self.visibility)
+                if not extended or not await self.store.run_extend_lease(run_id, token, until):
+                    # Too late: the message or the run went to another attempt, whose
+                    # token now fences whatever this one writes.
                     log.warning("run %s: lease lost to another attempt", run_id)
                     return
             except Exception:

@@ -15,6 +15,17 @@ class Settings(BaseSettings):
 
     database_url: str = Field("sqlite:///onthedot.db",
                               description="sqlite:///path.db or postgresql://user@host/db")
+    database_schema: str = Field("public", description="PostgreSQL schema (search_path) of "
+                                 "the tables; created by migrate if missing")
+    partition_ahead_days: int = Field(7, ge=0, description="PostgreSQL: daily job_runs "
+                                      "partitions kept ready ahead of now")
+    retention_days: int = Field(30, ge=1, description="PostgreSQL: finished run history older "
+                                "than this is dropped with its daily partition")
+    database_pool_size: int = Field(10, ge=1, description="PostgreSQL: connections per process")
+    queue_prefix: str = Field("onthedot", pattern=r"^[a-z0-9][a-z0-9_-]*$",
+                              description="NATS: stream and subject prefix (one per deployment)")
+    queue_replicas: int = Field(1, ge=1, le=5, description="NATS: stream replicas (1 on one "
+                                "server, 3 in a cluster)")
     queue_url: str | None = Field(None, description="nats://host:4222; default: a table queue "
                                   "in the store's own database (SQLite only)")
     host: str = Field("127.0.0.1", description="API bind address")

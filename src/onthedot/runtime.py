@@ -37,7 +37,10 @@ def build_store(settings: Settings) -> Store:
     if url.startswith(("postgresql://", "postgres://")):
         from onthedot.store.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, schema=settings.database_schema,
+                             partition_ahead_days=settings.partition_ahead_days,
+                             retention_days=settings.retention_days,
+                             pool_max=settings.database_pool_size)
     if url.startswith("sqlite:") or "://" not in url:
         from onthedot.store.sqlite import SqliteStore
 
@@ -58,7 +61,8 @@ def build_queue(settings: Settings, clock: Clock) -> Queue:
     if url.startswith("nats://"):
         from onthedot.queue.nats import NatsQueue
 
-        return NatsQueue(url, visibility_timeout=settings.visibility_timeout)
+        return NatsQueue(url, visibility_timeout=settings.visibility_timeout,
+                         replicas=settings.queue_replicas, prefix=settings.queue_prefix)
     raise ConfigError(f"unsupported queue url {url!r}", field="queue_url",
                       expected="nats://host:4222 (or unset for the table queue)")
 
@@ -89,9 +93,10 @@ class Runtime:
         queue = build_queue(settings, clock)
         await store.migrate()
         await queue.open()
-        service = JobService(store, queue, clock, settings, actions)
+        metrics = Metrics()
+        service = JobService(store, queue, clock, settings, actions, metrics=metrics)
         return cls(settings=settings, clock=clock, store=store, queue=queue, service=service,
-                   actions=actions)
+                   actions=actions, metrics=metrics)
 
     async def start(self, roles: Iterable[str]) -> None:
         """Start background roles (any of ``ROLES``) as tasks of the running loop."""

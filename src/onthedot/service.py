@@ -29,6 +29,7 @@ from onthedot.domain.models import (
     RunKind,
     RunStatus,
 )
+from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue
 from onthedot.schedule import Schedule, compile_schedule
 from onthedot.store.base import JobListQuery, JobSave, Store
@@ -80,13 +81,15 @@ class Page(Generic[T]):
 class JobService:
     def __init__(self, store: Store, queue: Queue, clock: Clock, settings: Settings,
                  actions: ActionRegistry,
-                 on_due_soon: Callable[[datetime], None] | None = None) -> None:
+                 on_due_soon: Callable[[datetime], None] | None = None,
+                 metrics: Metrics | None = None) -> None:
         self.store = store
         self.queue = queue
         self.clock = clock
         self.settings = settings
         self.actions = actions
         self._on_due_soon = on_due_soon or (lambda _at: None)
+        self.metrics = metrics or Metrics()
 
     def set_due_soon_hook(self, hook: Callable[[datetime], None]) -> None:
         """The in-process watcher wants to hear at once about runs due within its tick."""
@@ -117,6 +120,7 @@ class JobService:
                     code="idempotency_key_reused", field="Idempotency-Key",
                     expected="a new key for a different request")
             return await self._view(result.job), False
+        self.metrics.jobs_created.inc()
         self._due_soon(first_at)
         return JobView(job=job, status=job.status.value, last_run=None), True
 
@@ -178,7 +182,8 @@ class JobService:
             return
         cancelled = replace(job, status=JobStatus.CANCELLED, next_run_at=None,
                             updated_at=self.clock.now())
-        await self.store.job_save(JobSave(job=cancelled, cancel_open_runs=True))
+        await self.store.job_save(JobSave(job=cancelled, cancel_open_runs=True,
+                                          cancel_manual_runs=True))
 
     async def pause_job(self, user_id: str, job_id: str) -> JobView:
         job = await self._job(user_id, job_id)
@@ -318,9 +323,8 @@ class JobService:
 
     async def _view(self, job: Job) -> JobView:
         runs = await self.store.runs_list(job.job_id, 3, None)
-        now = self.clock.now()
-        started = [r for r in runs if r.status not in (RunStatus.PENDING, RunStatus.CANCELLED)
-                   or r.scheduled_at <= now]
+        # The last run is the newest one that left the schedule: dispatched, running or done.
+        started = [r for r in runs if r.status not in (RunStatus.PENDING, RunStatus.CANCELLED)]
         last = started[0] if started else None
         running = any(r.status in (RunStatus.RUNNING, RunStatus.RETRYING) for r in runs)
         status = "running" if running and job.status is JobStatus.SCHEDULED else job.status.value

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
-import pytest
 
 from onthedot.api.app import create_app
 from onthedot.config import Settings
@@ -110,8 +109,6 @@ async def test_pause_resume_run_delete(client: httpx.AsyncClient, clock: FakeClo
     assert (await client.delete(f"/v1/jobs/{job_id}")).status_code == 204  # idempotent
 
 
-@pytest.mark.xfail(strict=True, reason="JobSave(cancel_open_runs) cancels scheduled runs only: "
-                   "a pending manual run of a deleted job stays PENDING and would still execute")
 async def test_delete_cancels_pending_manual_runs(client: httpx.AsyncClient,
                                                   clock: FakeClock) -> None:
     job_id = (await client.post("/v1/jobs", json=job_body())).json()["job_id"]

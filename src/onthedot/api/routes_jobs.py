@@ -73,9 +73,7 @@ async def create_job(
     """Create an immediate, one-time or recurring job."""
     spec = body.to_spec(rt.settings.default_timezone)
     view, created = await rt.service.create_job(user, spec, idempotency_key)
-    if created:
-        rt.metrics.jobs_created.inc()
-    else:
+    if not created:
         response.status_code = status.HTTP_200_OK
     response.headers["Location"] = f"/v1/jobs/{view.job.job_id}"
     return JobOut.of(view)

@@ -48,13 +48,15 @@ class JobListQuery:
 class JobSave:
     """Replace a job's row and, atomically, its open runs.
 
-    ``cancel_open_runs``: PENDING/ENQUEUED/RETRYING runs of scheduled kind become CANCELLED.
+    ``cancel_open_runs``: PENDING/ENQUEUED/RETRYING runs of scheduled kind become CANCELLED;
+    with ``cancel_manual_runs`` also the extra runs asked for with "run now" (on delete).
     ``insert_run``: inserted if absent; a CANCELLED run with the same id is revived to PENDING
     (pause then resume before the occurrence comes back to the same run id).
     """
 
     job: Job
     cancel_open_runs: bool = False
+    cancel_manual_runs: bool = False
     insert_run: JobRun | None = None
 
 
@@ -122,6 +124,11 @@ class Store(Protocol):
 
     async def ping(self) -> None:
         """Raise BackendError when the database does not answer."""
+        ...
+
+    async def maintain(self, now: datetime) -> None:
+        """Periodic housekeeping, safe to run from several processes (PostgreSQL: create the
+        coming days' partitions, drop those past retention). Watchers call it hourly."""
         ...
 
     async def due_notice_wait(self, seconds: float) -> bool:

@@ -190,6 +190,9 @@ class PostgresStore:
             self._listen_lock.release()
 
     # --- partitions ----------------------------------------------------------------------
+    async def maintain(self, now: datetime) -> None:
+        await self.partitions_maintain(now)
+
     async def partitions_maintain(self, now: datetime) -> None:
         """Create the daily partitions from yesterday to now + ``partition_ahead_days``, and
         detach and drop the ones that end before now - ``retention_days``.
@@ -294,6 +297,7 @@ class PostgresStore:
             if save.cancel_open_runs:
                 await conn.execute(Q["runs_cancel_open"], {
                     "job_id": save.job.job_id, "now": save.job.updated_at,
+                    "include_manual": save.cancel_manual_runs,
                 })
             if save.insert_run is not None:
                 await self._insert_or_revive(conn, save.insert_run)

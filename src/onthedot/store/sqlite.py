@@ -64,6 +64,9 @@ class SqliteStore:
     async def ping(self) -> None:
         await self._db.run(lambda c: c.execute("SELECT 1").fetchone())
 
+    async def maintain(self, now: datetime) -> None:
+        """Nothing to do: SQLite's table is not partitioned."""
+
     async def due_notice_wait(self, seconds: float) -> bool:
         # One process per file in practice: the in-process wakeup suffices.
         await asyncio.sleep(seconds)
@@ -109,6 +112,7 @@ class SqliteStore:
             if save.cancel_open_runs:
                 c.execute(Q["runs_cancel_open"], {
                     "job_id": save.job.job_id, "now": ts(save.job.updated_at),
+                    "include_manual": int(save.cancel_manual_runs),
                 })
             if save.insert_run is not None:
                 _insert_or_revive(c, save.insert_run)

@@ -44,7 +44,8 @@ WHERE job_id = %(job_id)s AND user_id = %(user_id)s
 
 -- name: runs_cancel_open
 UPDATE job_runs SET status = 'CANCELLED', finished_at = %(now)s
-WHERE job_id = %(job_id)s AND kind = 'scheduled' AND status IN ('PENDING', 'ENQUEUED', 'RETRYING')
+WHERE job_id = %(job_id)s AND (kind = 'scheduled' OR %(include_manual)s)
+  AND status IN ('PENDING', 'ENQUEUED', 'RETRYING')
 
 -- name: run_insert
 INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,

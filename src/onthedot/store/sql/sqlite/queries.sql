@@ -38,7 +38,8 @@ WHERE job_id = :job_id AND user_id = :user_id
 
 -- name: runs_cancel_open
 UPDATE job_runs SET status = 'CANCELLED', finished_at = :now
-WHERE job_id = :job_id AND kind = 'scheduled' AND status IN ('PENDING', 'ENQUEUED', 'RETRYING')
+WHERE job_id = :job_id AND (kind = 'scheduled' OR :include_manual)
+  AND status IN ('PENDING', 'ENQUEUED', 'RETRYING')
 
 -- name: run_insert
 INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,

@@ -2,8 +2,9 @@
 small client of the REST API.
 
 Server side: ``serve`` (API + every background role), ``api``, ``watcher``, ``worker``,
-``recurring``, ``migrate``, ``token create``. Client side: ``jobs create|list|get|pause|resume|
-delete|run|runs`` against a running server.
+``recurring``, ``migrate``, ``token create``, ``mcp`` (MCP over stdio). Offline: ``parse``.
+Client side: ``jobs create|list|get|pause|resume|delete|run|runs`` and ``chat`` against a running
+server.
 
 Every error ends here as ONE line on stderr and exit code 2 (``main`` is the single handler);
 tracebacks go to the log only for unexpected server-side failures. Adding a command is one
@@ -192,6 +193,54 @@ def token_create(user_id: str, **flags: Any) -> None:
     click.echo(secret)
     click.echo(f"token for user {user_id!r} created; store it now, it cannot be shown again",
                err=True)
+
+
+@cli.command("mcp")
+@click.option("--user", "user_id", envvar="ONTHEDOT_MCP_USER", default="local",
+              show_default=True, show_envvar=True, help="the user every tool call acts as")
+@_store_options
+def mcp_stdio(user_id: str, **flags: Any) -> None:
+    """Serve the MCP tools over stdin/stdout for a local MCP client. Only the service runs
+    here: jobs are executed by `onthedot serve` (or watcher + worker) on the same database."""
+    from onthedot.api.auth import check_user_id
+    from onthedot.mcp.server import serve_stdio
+
+    check_user_id(user_id)
+    settings = _settings(**flags)
+    if settings.log_level.upper() != "DEBUG":
+        logging.getLogger("mcp").setLevel(logging.WARNING)  # one INFO line per request
+    asyncio.run(serve_stdio(settings, user_id))
+
+
+@cli.command("parse")
+@click.argument("text")
+@click.option("--now", "now_text", metavar="ISO", help="read TEXT as if it were this instant "
+              "(default: now); without an offset it is read in --timezone")
+@click.option("--timezone", metavar="TZ", help="the user's IANA timezone (default: "
+              "ONTHEDOT_DEFAULT_TIMEZONE, else UTC)")
+def parse(text: str, now_text: str | None, timezone: str | None) -> None:
+    """Read a scheduling request offline ("每天早上八點幫我總結財經新聞", "every weekday at 9am")
+    and print the job it means as JSON, with its next three runs."""
+    from onthedot import nl
+
+    tz = timezone or load_settings().default_timezone
+    try:
+        zone = ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.BadParameter(f"unknown timezone {tz!r}; expected an IANA name such as "
+                                 "Asia/Taipei", param_hint="--timezone") from None
+    if now_text is None:
+        now = datetime.now(UTC)
+    else:
+        try:
+            now = datetime.fromisoformat(now_text)
+        except ValueError:
+            raise click.BadParameter(f"{now_text!r} is not an ISO 8601 time; expected e.g. "
+                                     "2026-06-22T08:00 or 2026-06-22T08:00:00+08:00",
+                                     param_hint="--now") from None
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=zone)
+    _echo_json(nl.parse(text, now=now, timezone=tz).to_dict())
 
 
 async def _serve(settings: Settings, roles: Sequence[str]) -> None:
@@ -518,6 +567,29 @@ def jobs_runs(client: ApiClient, job_id: str, page_size: int, page_token: str | 
     if page["next_page_token"]:
         click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
 
+
+CHAT_TIMEOUT_SECONDS = 300.0  # a model may take several tool-calling rounds
+
+
+@cli.command("chat")
+@click.argument("message")
+@click.option("--dry-run", is_flag=True, help="say what would be scheduled, create nothing")
+@click.option("--timezone", metavar="TZ", help="your IANA timezone (default: the server's)")
+@click.option("--json", "as_json", is_flag=True, help="print the whole JSON answer")
+@_client_options
+def chat(client: ApiClient, message: str, dry_run: bool, timezone: str | None,
+         as_json: bool) -> None:
+    """Say what to schedule, in English or Chinese: onthedot chat "每天早上八點幫我總結財經新聞"."""
+    body: dict[str, Any] = {"message": message, "dry_run": dry_run}
+    if timezone is not None:
+        body["timezone"] = timezone
+    answer = client.call("POST", "/v1/chat", json=body, timeout=CHAT_TIMEOUT_SECONDS)
+    if as_json:
+        _echo_json(answer)
+        return
+    click.echo(answer["reply"])
+    for job in answer["jobs"]:
+        click.echo(f"  {job['job_id']}  {job['status']}  next run {job['next_run_at'] or '-'}")
 
 if __name__ == "__main__":
     sys.exit(main())

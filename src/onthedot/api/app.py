@@ -17,10 +17,11 @@ from typing import Any
 from fastapi import FastAPI
 
 from onthedot import __version__
-from onthedot.api import problems, routes_jobs, routes_ops
+from onthedot.api import problems, routes_chat, routes_jobs, routes_ops
 from onthedot.api.auth import LOCAL_USER, check_bind_allowed, is_loopback
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.config import Settings, load_settings
+from onthedot.mcp.http import McpEndpoint
 from onthedot.runtime import Runtime
 
 log = logging.getLogger("onthedot.api")
@@ -36,6 +37,7 @@ def create_app(runtime: Runtime | None = None, *, settings: Settings | None = No
                roles: Iterable[str] = ()) -> FastAPI:
     roles = tuple(roles)
     settings = runtime.settings if runtime is not None else settings or load_settings()
+    mcp_endpoint = McpEndpoint(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -45,7 +47,8 @@ def create_app(runtime: Runtime | None = None, *, settings: Settings | None = No
             await _check_identity_mode(rt)
             if roles:
                 await rt.start(roles)
-            yield
+            async with mcp_endpoint.running():
+                yield
         finally:
             if roles:
                 await rt.stop()
@@ -60,6 +63,8 @@ def create_app(runtime: Runtime | None = None, *, settings: Settings | None = No
     problems.install(app, max_body_bytes=settings.max_body_bytes)
     app.include_router(routes_jobs.router)
     app.include_router(routes_ops.router)
+    app.include_router(routes_chat.router)
+    mcp_endpoint.mount(app)
     app.openapi = functools.partial(_openapi_with_problem_media_type, app)  # type: ignore[method-assign]
     return app
 

@@ -1,0 +1,75 @@
+"""``POST /v1/chat``: one sentence in, a job and an answer in the user's language out.
+
+The front door (``onthedot.chat``) decides with the offline parser or, when configured, a model
+that calls the MCP tools; either way jobs are created through the service as this user.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header
+from pydantic import BaseModel, ConfigDict, Field
+
+from onthedot.api.models import JobOut, Problem
+from onthedot.api.problems import PROBLEM_MEDIA_TYPE
+from onthedot.api.routes_jobs import COMMON_PROBLEMS, MAX_IDEMPOTENCY_KEY_CHARS, RuntimeDep, UserDep
+from onthedot.chat import FrontDoor
+
+MAX_MESSAGE_CHARS = 4000
+
+router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS)
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"message": "每天早上八點幫我總結財經新聞", "timezone": "Asia/Taipei"},
+        {"message": "remind me to call mom tomorrow at 3pm", "dry_run": True}]})
+
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS,
+                         description="what the user said, in English or Chinese")
+    dry_run: bool = Field(default=False, description="understand and answer, create nothing")
+    timezone: str | None = Field(default=None, description="the user's IANA timezone; default: "
+                                 "the server's default_timezone", examples=["Asia/Taipei"])
+
+
+class ToolCallOut(BaseModel):
+    name: str
+    arguments: Any
+    ok: bool
+    result: dict[str, Any]
+
+
+class ChatResponse(BaseModel):
+    reply: str = Field(description="the answer, in the user's language",
+                       examples=["好的，已排定：每天 08:00（Asia/Taipei）總結財經新聞，"
+                                 "下次執行 2026-06-23 08:00。"])
+    decided_by: Literal["parser", "model"]
+    dry_run: bool
+    jobs: list[JobOut] = Field(description="jobs created or changed by this message")
+    language: str | None = Field(description="parser: en | zh-Hant | zh-Hans")
+    understood: dict[str, Any] | None = Field(
+        description="parser: job_params, task, matched and next_runs as `onthedot parse` "
+                    "prints them")
+    tool_calls: list[ToolCallOut] = Field(description="model: the tools it called, in order")
+
+
+@router.post("/chat", response_model=ChatResponse, responses={
+    409: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}},
+    503: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}}})
+async def chat(
+    body: ChatRequest, rt: RuntimeDep, user: UserDep,
+    idempotency_key: Annotated[str | None, Header(
+        alias="Idempotency-Key", min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS,
+        description="parser path: retrying with the same key returns the same job")] = None,
+) -> ChatResponse:
+    """Turn a sentence ("每天早上八點幫我總結財經新聞") into a job. A sentence the parser cannot
+    read exactly is a 422 whose `field` is the fragment it could not read."""
+    answer = await FrontDoor(rt.service, rt.settings).answer(
+        user, body.message, dry_run=body.dry_run, timezone=body.timezone,
+        idempotency_key=idempotency_key)
+    return ChatResponse(reply=answer.reply, decided_by=answer.decided_by,
+                        dry_run=answer.dry_run,
+                        jobs=[JobOut.model_validate(j) for j in answer.jobs],
+                        language=answer.language, understood=answer.understood,
+                        tool_calls=[ToolCallOut.model_validate(c) for c in answer.tool_calls])

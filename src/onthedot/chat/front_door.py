@@ -1,0 +1,156 @@
+"""One sentence in, a scheduled job and a one-sentence answer out.
+
+Who decides:
+
+* no model configured (``llm_base_url`` unset): the offline parser ``onthedot.nl`` reads the
+  sentence; the job is created through the service and the answer is ``render_confirmation`` in
+  the language of the sentence. What it cannot read exactly is a ``ParseError`` (HTTP 422) whose
+  ``field`` is the fragment it could not read; it never guesses.
+* a model configured: the model gets the MCP tools (same schemas, same handlers, same user) and
+  decides what to call; its last message is the answer.
+
+``dry_run`` creates and changes nothing: the parser path reports what it understood, and over
+the model path every changing tool answers with what it would have done.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from onthedot import nl
+from onthedot.api.models import JobOut
+from onthedot.chat.llm import ChatModel, run_with_tools
+from onthedot.config import Settings
+from onthedot.domain.errors import ValidationError
+from onthedot.mcp.registry import ArgumentError, Caller, ToolRegistry, ToolResult
+from onthedot.mcp.server import server_instructions
+from onthedot.mcp.tools import build_registry
+from onthedot.schedule.local import load_timezone
+from onthedot.service import JobService, JobSpec
+
+Decider = Literal["parser", "model"]
+
+_DRY_RUN_NOTE = {
+    "en": " (dry run: nothing was created)",
+    "zh-Hant": "（試算：尚未建立）",
+    "zh-Hans": "（试算：尚未创建）",
+}
+_NO_TASK = {
+    "en": "What should I do at that time? Say it in the same sentence, e.g. “every day at "
+          "8am summarize the financial news”.",
+    "zh-Hant": "要在那個時間做什麼呢？請在同一句話裡說明，例如「每天早上八點幫我總結財經新聞」。",
+    "zh-Hans": "要在那个时间做什么呢？请在同一句话里说明，例如「每天早上八点帮我总结财经新闻」。",
+}
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    reply: str
+    decided_by: Decider
+    dry_run: bool
+    jobs: list[dict[str, Any]]  # created or changed, rendered as GET /v1/jobs/{id} renders them
+    language: str | None = None  # parser path: en | zh-Hant | zh-Hans
+    understood: dict[str, Any] | None = None  # parser path: ParseResult.to_dict()
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # model path: name, args, result
+
+
+class FrontDoor:
+    def __init__(self, service: JobService, settings: Settings) -> None:
+        self.service = service
+        self.settings = settings
+
+    async def answer(self, user_id: str, message: str, *, dry_run: bool = False,
+                     timezone: str | None = None,
+                     idempotency_key: str | None = None) -> ChatAnswer:
+        tz = load_timezone(timezone or self.settings.default_timezone, field="timezone").key
+        if self.settings.llm_base_url:
+            return await self._by_model(user_id, message, tz, dry_run)
+        return await self._by_parser(user_id, message, tz, dry_run, idempotency_key)
+
+    # --- offline ---------------------------------------------------------------------------
+    async def _by_parser(self, user_id: str, message: str, tz: str, dry_run: bool,
+                         idempotency_key: str | None) -> ChatAnswer:
+        now = self.service.clock.now()
+        result = nl.parse(message, now=now, timezone=tz)
+        if not result.task:
+            raise ValidationError(_NO_TASK[result.language], code="missing_task",
+                                  field="message", expected="what to do, in the same sentence "
+                                  "as when, e.g. 每天早上八點幫我總結財經新聞")
+        understood = result.to_dict()
+        reply = nl.render_confirmation(result, now)
+        if dry_run:
+            return ChatAnswer(reply=reply + _DRY_RUN_NOTE[result.language], decided_by="parser",
+                              dry_run=True, jobs=[], language=result.language,
+                              understood=understood)
+        spec = JobSpec(action={"type": "message", "text": result.task},
+                       params=result.job_params)
+        view, _created = await self.service.create_job(user_id, spec, idempotency_key)
+        return ChatAnswer(reply=reply, decided_by="parser", dry_run=False,
+                          jobs=[JobOut.of(view).model_dump(mode="json")],
+                          language=result.language, understood=understood)
+
+    # --- with a model ----------------------------------------------------------------------
+    async def _by_model(self, user_id: str, message: str, tz: str,
+                        dry_run: bool) -> ChatAnswer:
+        assert self.settings.llm_base_url is not None
+        model = ChatModel(self.settings.llm_base_url, self.settings.llm_model,
+                          self.settings.llm_api_key)
+        registry = build_registry(tz)
+        caller = Caller(service=self.service, user_id=user_id, timezone=tz, dry_run=dry_run)
+        calls: list[dict[str, Any]] = []
+
+        async def execute(name: str, raw_arguments: str) -> str:
+            try:
+                arguments = json.loads(raw_arguments or "{}")
+            except ValueError:
+                arguments = raw_arguments
+                result = ToolResult.failure(ArgumentError(
+                    "the arguments are not valid JSON", code="invalid_json", field="arguments",
+                    expected="a JSON object"))
+            else:
+                result = await registry.call(name, arguments, caller)
+            calls.append({"name": name, "arguments": arguments, "ok": not result.is_error,
+                          "result": result.payload})
+            return result.text
+
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": _system_prompt(tz, self.service.clock.now(), dry_run)},
+            {"role": "user", "content": message},
+        ]
+        reply = await run_with_tools(model, messages, registry.openai_tools(), execute)
+        jobs = _changed_jobs(calls, registry)
+        if not reply:  # a model that only called tools: say what was done, never nothing
+            reply = " ".join(c["result"].get("confirmation", "") for c in calls).strip() or (
+                "OK." if jobs else "")
+        return ChatAnswer(reply=reply, decided_by="model", dry_run=dry_run, jobs=jobs,
+                          tool_calls=calls)
+
+
+def _system_prompt(tz: str, now: datetime, dry_run: bool) -> str:
+    local = now.astimezone(load_timezone(tz)).isoformat(timespec="minutes")
+    prompt = (f"{server_instructions(tz)}\n"
+              f"Now: {local} ({tz}). Prefer passing the user's words about time as `when`. "
+              "Answer in the user's language, in one or two sentences: what was scheduled and "
+              "when it next runs (next_run_at of the tool result, in the user's timezone).")
+    if dry_run:
+        prompt += (" This is a dry run: the tools report what they would do and change "
+                   "nothing; say that nothing was created.")
+    return prompt
+
+
+def _changed_jobs(calls: list[dict[str, Any]], registry: ToolRegistry) -> list[dict[str, Any]]:
+    """The tasks the model created or changed (the last state of each), in order."""
+    jobs: dict[str, dict[str, Any]] = {}
+    for call in calls:
+        tool = registry.get(call["name"])
+        task = call["result"].get("task")
+        if tool is None or tool.annotations.readOnlyHint or not isinstance(task, dict):
+            continue
+        if call["result"].get("dry_run"):
+            continue
+        jobs.pop(task["job_id"], None)
+        jobs[task["job_id"]] = task
+    return list(jobs.values())

@@ -1,0 +1,279 @@
+"""Versioned tool definitions, their argument checks and their one result shape.
+
+A tool is a name, a hand-written JSON Schema and a handler over the service layer. The registry
+enforces what the MCP SDK's decorators do not: the schema is linted when a tool is registered
+(every object closed with ``additionalProperties: false``, no ``$ref``/``$defs``, no top-level
+``oneOf``/``anyOf``/``allOf``) and every call's arguments are checked against it, so an unknown
+or mistyped argument is a correctable error rather than a silently ignored value.
+
+Versioning: a breaking schema change ships as ``<name>_v2`` (``_v3`` ...). Clients cache the tool
+list for a whole conversation, so the older name keeps answering; registering the new version
+marks the old one deprecated (its description points to the successor) without removing it.
+
+Every call ends as a ``ToolResult``: ``{"ok": true, ...}`` or ``{"ok": false, "error": {"code",
+"message", "field", "expected"}}``; the same payload is the structured content and, as JSON, the
+text of the MCP result, and what the chat front door feeds back to a model.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from mcp.types import ToolAnnotations
+
+from onthedot.domain.errors import OnTheDotError
+
+if TYPE_CHECKING:
+    from onthedot.service import JobService
+
+log = logging.getLogger("onthedot.mcp")
+
+# snake_case verb_noun, optionally _v<N>; the MCP spec allows more, several clients break on dots.
+TOOL_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+VERSION_SUFFIX = re.compile(r"^(?P<base>.+)_v(?P<version>[2-9]|[1-9][0-9]+)$")
+# The schema keywords our argument checker understands; anything else is refused at registration.
+SCHEMA_KEYWORDS = frozenset({
+    "type", "description", "properties", "required", "additionalProperties", "enum", "default",
+    "minimum", "maximum", "minLength", "maxLength", "format", "examples", "title",
+})
+COMBINATORS = ("oneOf", "anyOf", "allOf", "not")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a tool call acts for: the same user as the REST API, through the same service."""
+
+    service: JobService
+    user_id: str
+    timezone: str  # the user's default timezone (settings.default_timezone)
+    dry_run: bool = False  # mutating tools describe what they would do and change nothing
+
+
+Handler = Callable[[dict[str, Any], Caller], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: ToolAnnotations
+    handler: Handler = field(compare=False)
+    superseded_by: str | None = None
+
+    @property
+    def listed_description(self) -> str:
+        if self.superseded_by is None:
+            return self.description
+        return f"Deprecated: use {self.superseded_by}. {self.description}"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    payload: dict[str, Any]
+
+    @property
+    def is_error(self) -> bool:
+        return self.payload.get("ok") is not True
+
+    @property
+    def text(self) -> str:
+        return json.dumps(self.payload, ensure_ascii=False)
+
+    @classmethod
+    def success(cls, **values: Any) -> ToolResult:
+        return cls({"ok": True, **values})
+
+    @classmethod
+    def failure(cls, error: OnTheDotError, **extra: Any) -> ToolResult:
+        return cls({"ok": False, "error": {**error.to_dict(), **extra}})
+
+
+class ToolError(OnTheDotError):
+    """A correctable error of a tool call; ``extra`` members are added to the error object."""
+
+    code = "invalid_argument"
+    http_status = 422
+
+    def __init__(self, message: str, *, code: str | None = None, field: str | None = None,
+                 expected: str | None = None, extra: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message, code=code, field=field, expected=expected)
+        self.extra = dict(extra or {})
+
+
+class ArgumentError(ToolError):
+    """A tool argument does not match the tool's schema (the field names the argument)."""
+
+
+class ToolRegistry:
+    def __init__(self, tools: list[ToolDef] | None = None) -> None:
+        self._tools: dict[str, ToolDef] = {}
+        for tool in tools or []:
+            self.add(tool)
+
+    def add(self, tool: ToolDef) -> None:
+        """Register ``tool``; a ``<name>_vN`` deprecates the newest older version of ``name``."""
+        if not TOOL_NAME.match(tool.name) or len(tool.name) > 64:
+            raise ValueError(f"tool name {tool.name!r} is not snake_case verb_noun[_vN]")
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is registered already")
+        lint_schema(tool.input_schema, tool.name)
+        match = VERSION_SUFFIX.match(tool.name)
+        if match is not None:
+            base, version = match["base"], int(match["version"])
+            previous = base if version == 2 else f"{base}_v{version - 1}"
+            if previous not in self._tools:
+                raise ValueError(f"{tool.name} needs {previous} registered first")
+            self._tools[previous] = replace(self._tools[previous], superseded_by=tool.name)
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> ToolDef | None:
+        return self._tools.get(name)
+
+    @property
+    def tools(self) -> list[ToolDef]:
+        """Every tool that answers, older versions included (marked deprecated)."""
+        return list(self._tools.values())
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """The current versions as OpenAI chat-completions ``tools`` (function schemas)."""
+        return [{"type": "function", "function": {
+            "name": t.name, "description": t.description, "parameters": t.input_schema}}
+            for t in self._tools.values() if t.superseded_by is None]
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None,
+                   caller: Caller) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult.failure(ArgumentError(
+                f"there is no tool {name!r}", code="unknown_tool", field="name",
+                expected="one of: " + ", ".join(self._tools)))
+        try:
+            args = check_arguments(tool.input_schema, arguments, tool.name)
+            return ToolResult({"ok": True, **await tool.handler(args, caller)})
+        except OnTheDotError as exc:
+            if exc.http_status >= 500:
+                log.error("%s: %s", type(exc).__name__, exc.message, exc_info=exc.__cause__)
+            return ToolResult.failure(exc, **(exc.extra if isinstance(exc, ToolError) else {}))
+        except Exception as exc:  # a bug: logged with its traceback, answered without one
+            log.exception("tool %s failed", name)
+            return ToolResult.failure(OnTheDotError(
+                f"unexpected {type(exc).__name__}; it has been logged on the server",
+                code="internal_error"))
+
+
+# --- schemas -----------------------------------------------------------------------------
+def lint_schema(schema: Mapping[str, Any], where: str) -> None:
+    """Refuse what some clients cannot read or what ``check_arguments`` cannot enforce."""
+    if schema.get("type") != "object":
+        raise ValueError(f"{where}: the input schema must be an object")
+    for keyword in COMBINATORS:
+        if keyword in schema:
+            raise ValueError(f"{where}: no top-level {keyword}")
+    _lint(schema, where)
+
+
+def _lint(schema: Mapping[str, Any], where: str) -> None:
+    unknown = set(schema) - SCHEMA_KEYWORDS
+    if unknown:
+        raise ValueError(f"{where}: unsupported schema keywords {sorted(unknown)}")
+    if schema.get("type") == "object":
+        if schema.get("additionalProperties") is not False:
+            raise ValueError(f"{where}: objects need additionalProperties: false")
+        properties = schema.get("properties", {})
+        for required in schema.get("required", []):
+            if required not in properties:
+                raise ValueError(f"{where}: required {required!r} is not a property")
+        for name, sub in properties.items():
+            _lint(sub, f"{where}.{name}")
+    elif schema.get("type") not in ("string", "integer", "number", "boolean"):
+        raise ValueError(f"{where}: unsupported type {schema.get('type')!r}")
+
+
+def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any] | None,
+                    tool: str) -> dict[str, Any]:
+    """The arguments, checked against ``schema``; ``null`` counts as omitted (some clients send
+    every optional parameter, as null)."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise ArgumentError("the arguments must be a JSON object", field="arguments",
+                            expected="a JSON object")
+    return _check_object(schema, arguments, "", tool)
+
+
+def _check_object(schema: Mapping[str, Any], value: Mapping[str, Any], path: str,
+                  tool: str) -> dict[str, Any]:
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        where = f"{path}{key}"
+        if key not in properties:
+            near = difflib.get_close_matches(str(key), list(properties), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ArgumentError(f"{tool} has no argument {where!r}{hint}",
+                                code="unknown_argument", field=where,
+                                expected="only: " + ", ".join(properties))
+        if item is not None:
+            out[key] = _check_value(properties[key], item, where, tool)
+    for key in schema.get("required", []):
+        if key not in out:
+            raise ArgumentError(f"{tool} needs {path}{key}", code="missing_argument",
+                                field=f"{path}{key}",
+                                expected=properties[key].get("description", "a value"))
+    return out
+
+
+def _check_value(schema: Mapping[str, Any], value: Any, where: str, tool: str) -> Any:
+    kind = schema["type"]
+    if kind == "object":
+        if not isinstance(value, Mapping):
+            raise _type_error(where, "a JSON object", value)
+        return _check_object(schema, value, f"{where}.", tool)
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise _type_error(where, "true or false", value)
+        return value
+    if kind in ("integer", "number"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _type_error(where, f"a JSON {kind}", value)
+        if kind == "integer":
+            if isinstance(value, float) and not value.is_integer():
+                raise _type_error(where, "a whole number", value)
+            value = int(value)
+        _check_range(schema, value, where)
+        return value
+    if not isinstance(value, str):
+        raise _type_error(where, "a string", value)
+    if "enum" in schema and value not in schema["enum"]:
+        raise ArgumentError(f"{where} cannot be {value!r}", field=where,
+                            expected="one of: " + ", ".join(schema["enum"]))
+    if len(value.strip()) < schema.get("minLength", 0) or len(value) > schema.get(
+            "maxLength", len(value)):
+        raise ArgumentError(f"{where} has the wrong length", field=where,
+                            expected=f"{schema.get('minLength', 0)} to "
+                                     f"{schema.get('maxLength', 'any number of')} characters")
+    return value
+
+
+def _check_range(schema: Mapping[str, Any], value: float, where: str) -> None:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if (low is not None and value < low) or (high is not None and value > high):
+        if low is not None and high is not None:
+            expected = f"a number from {low} to {high}"
+        else:
+            expected = f"a number >= {low}" if low is not None else f"a number <= {high}"
+        raise ArgumentError(f"{where} is out of range", field=where, expected=expected)
+
+
+def _type_error(where: str, expected: str, value: Any) -> ArgumentError:
+    got = "null" if value is None else type(value).__name__
+    return ArgumentError(f"{where} must be {expected}, not {got}", field=where,
+                         expected=expected)

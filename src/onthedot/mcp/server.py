@@ -1,0 +1,112 @@
+"""The MCP server: the tool registry behind the SDK's low-level ``Server``.
+
+The low-level server is used (not FastMCP) so that the hand-written schemas are what clients see,
+byte for byte, and so that every outcome is one ``CallToolResult`` we build: success or error,
+the payload is the structured content and its JSON is the text.
+
+Identity is decided per call by a ``CallerResolver``: over stdio (and in tests) a fixed user;
+over Streamable HTTP the bearer token of the HTTP request, exactly as for the REST API
+(``onthedot.mcp.http``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp.types as types
+from mcp.server.lowlevel import Server
+
+from onthedot import __version__
+from onthedot.config import Settings
+from onthedot.domain.errors import OnTheDotError
+from onthedot.mcp.registry import Caller, ToolDef, ToolRegistry, ToolResult
+from onthedot.mcp.tools import build_registry
+from onthedot.service import JobService
+
+log = logging.getLogger("onthedot.mcp")
+
+SERVER_NAME = "onthedot"
+# The request of the call (a Starlette Request over HTTP, None in memory and over stdio).
+CallerResolver = Callable[[Any], Awaitable[Caller]]
+
+
+def server_instructions(default_timezone: str) -> str:
+    """About 150 tokens: which tool for which intent, the default timezone, how to say when."""
+    return (
+        "onthedot runs tasks for the user at the right time: reminders, summaries, webhooks. "
+        "create_task: anything to do later, repeatedly or now (\"remind me…\", \"every "
+        "morning…\", \"每天早上八點…\"). list_tasks: what is scheduled. get_task: one task and "
+        "the output of its recent runs. update_task: change its time, text or title. "
+        "pause_task/resume_task: stop and restart it. delete_task: remove it for good. "
+        "run_task_now: one extra run now.\n"
+        "Time: pass the user's own words as `when` (English or Chinese; the server parses "
+        "them), or `schedule` (cron \"0 8 * * *\" or RRULE), `time` (ISO 8601) or `in` "
+        "({\"minutes\": 20}) - exactly one. when=\"now\" runs it at once. Default timezone: "
+        f"{default_timezone}; pass `timezone` (IANA) if the user lives elsewhere.\n"
+        "Errors come back with ok=false and error.code, error.field, error.expected: fix that "
+        "argument and call again."
+    )
+
+
+def fixed_caller(service: JobService, user_id: str, timezone: str) -> CallerResolver:
+    """Every call acts as ``user_id`` (stdio: the user given by ``--user``)."""
+    caller = Caller(service=service, user_id=user_id, timezone=timezone)
+
+    async def resolve(_request: Any) -> Caller:
+        return caller
+
+    return resolve
+
+
+def mcp_tool(tool: ToolDef) -> types.Tool:
+    return types.Tool(name=tool.name, title=tool.title, description=tool.listed_description,
+                      inputSchema=tool.input_schema, annotations=tool.annotations)
+
+
+def build_server(default_timezone: str, resolve_caller: CallerResolver,
+                 registry: ToolRegistry | None = None) -> Server[Any, Any]:
+    tools = registry if registry is not None else build_registry(default_timezone)
+    server: Server[Any, Any] = Server(SERVER_NAME, version=__version__,
+                                      instructions=server_instructions(default_timezone))
+
+    @server.list_tools()  # type: ignore[untyped-decorator, no-untyped-call]  # untyped in SDK
+    async def list_tools() -> list[types.Tool]:
+        return [mcp_tool(t) for t in tools.tools]
+
+    # validate_input=False: the registry checks arguments and answers with a correctable error
+    # object; the SDK's check would answer with free text.
+    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
+    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        try:
+            caller = await resolve_caller(server.request_context.request)
+        except OnTheDotError as exc:
+            result = ToolResult.failure(exc)
+        else:
+            result = await tools.call(name, arguments, caller)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.text)],
+            structuredContent=result.payload, isError=result.is_error)
+
+    return server
+
+
+async def serve_stdio(settings: Settings, user_id: str) -> None:
+    """``onthedot mcp``: the tools over stdin/stdout, acting as ``user_id``.
+
+    Only the service is opened here (store and queue); runs are executed by a running
+    ``onthedot serve`` (or watcher and worker processes) sharing the same database.
+    """
+    from mcp.server.stdio import stdio_server
+
+    from onthedot.runtime import Runtime
+
+    runtime = await Runtime.open(settings)
+    try:
+        tz = settings.default_timezone
+        server = build_server(tz, fixed_caller(runtime.service, user_id, tz))
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        await runtime.close()

@@ -1,0 +1,409 @@
+"""The MCP tools: eight verbs over the service layer, with hand-written flat schemas.
+
+``create_task``, ``list_tasks``, ``get_task``, ``update_task``, ``pause_task``, ``resume_task``,
+``delete_task``, ``run_task_now``. A task is a job of the REST API (``task_id`` is its
+``job_id``) and is rendered exactly as ``GET /v1/jobs/{job_id}`` renders it.
+
+The time of a task is given as exactly one of ``when`` (natural language, read by
+``onthedot.nl`` in the task's timezone), ``schedule`` (cron, RRULE or VEVENT), ``time`` (ISO 8601)
+or ``in`` (an offset from now). There is no implicit "now": a forgotten time is an error, and
+``when: "now"`` runs a task immediately. Errors name the tool argument to fix (``schedule``,
+``timezone`` ...), not the REST field it became.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from mcp.types import ToolAnnotations
+
+from onthedot import nl
+from onthedot.api.models import JobOut, RunOut
+from onthedot.domain.errors import OnTheDotError, ParseError
+from onthedot.domain.models import JobParams
+from onthedot.mcp.registry import Caller, ToolDef, ToolError, ToolRegistry
+from onthedot.schedule import compile_schedule
+from onthedot.schedule.local import load_timezone
+from onthedot.service import JobPatch, JobSpec, JobView
+
+T = TypeVar("T")
+TIME_ARGS = ("when", "schedule", "time", "in")
+TIME_EXPECTED = ('exactly one of: when (the user\'s words, e.g. "every day at 8am", '
+                 '"每天早上八點", "now"), schedule (cron or RRULE), time (ISO 8601) or in '
+                 '({"minutes": 15})')
+RECENT_RUNS = 5  # runs get_task shows
+MAX_TEXT_CHARS = 10_000  # the message action's limit
+MAX_OFFSET = {"days": 3660, "hours": 87_840, "minutes": 5_270_400, "seconds": 316_224_000}
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+
+def _changes(*, idempotent: bool) -> ToolAnnotations:
+    return ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=idempotent,
+                           openWorldHint=False)
+
+
+DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
+                              openWorldHint=False)
+
+
+# --- schemas -----------------------------------------------------------------------------
+def _text(description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, **extra}
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties,
+                              "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+TASK_ID = _text("The task's job_id, as returned by create_task or list_tasks.", minLength=1)
+
+
+def _time_properties(timezone_default: str | None) -> dict[str, Any]:
+    zone = (f"Default: {timezone_default}." if timezone_default
+            else "Default: the task's current timezone.")
+    return {
+        "when": _text('When, in the user\'s own words (English or Chinese), parsed by the server: '
+                      '"every weekday at 9am", "tomorrow at 3pm", "in 20 minutes", '
+                      '"每天早上八點", "下週二早上十點", "now" (runs it immediately).',
+                      minLength=1, maxLength=500),
+        "schedule": _text('Recurring: 5-field cron ("0 8 * * *" = 08:00 every day), RFC 5545 '
+                          'RRULE ("FREQ=WEEKLY;BYDAY=MO,WE;BYHOUR=9;BYMINUTE=0") or a VEVENT, '
+                          'read in timezone.', minLength=1, maxLength=4000),
+        "time": _text('Once, at an ISO 8601 time: "2026-06-22T08:00:00" (wall time in timezone) '
+                      'or with an offset ("2026-06-22T08:00:00+08:00").', minLength=1,
+                      maxLength=64),
+        "in": {"type": "object", "description": 'Once, this long from now, e.g. {"minutes": 15} '
+               'or {"days": 1, "hours": 2}.', "additionalProperties": False,
+               "properties": {unit: {"type": "integer", "minimum": 0, "maximum": limit,
+                                     "default": 0} for unit, limit in MAX_OFFSET.items()}},
+        "timezone": _text(f"IANA timezone the time is read in, e.g. Asia/Taipei or "
+                          f"America/New_York. {zone}", minLength=1, maxLength=64,
+                          **({"default": timezone_default} if timezone_default else {})),
+    }
+
+
+def _what_properties() -> dict[str, Any]:
+    return {
+        "title": _text("A short name for the task. Default: the start of the task text.",
+                       maxLength=200),
+        "task": _text("What to do when it fires: the prompt or message, e.g. \"summarize the "
+                      "financial news\". Default with when: the rest of that sentence.",
+                      minLength=1, maxLength=MAX_TEXT_CHARS),
+    }
+
+
+def _option_properties() -> dict[str, Any]:
+    return {
+        "webhook_url": _text("Instead of a message, POST {\"task\": <task>} to this http(s) URL "
+                             "when it fires.", format="uri", maxLength=2000),
+        "misfire_policy": _text("If a run is late (server down): run_late runs it anyway, skip "
+                                "drops it. Default: run_late.", enum=["run_late", "skip"],
+                                default="run_late"),
+    }
+
+
+# --- time and action from arguments ------------------------------------------------------
+@dataclass(frozen=True)
+class TimePlan:
+    arg: str  # the argument the time came from
+    params: JobParams
+    parsed: nl.ParseResult | None = None
+
+
+def _plan_time(args: Mapping[str, Any], timezone: str, now: datetime) -> TimePlan | None:
+    given = [name for name in TIME_ARGS if name in args]
+    if len(given) > 1:
+        raise ToolError(f"give the time only once (got {', '.join(given)})",
+                        code="conflicting_arguments", field=given[1], expected=TIME_EXPECTED)
+    if not given:
+        return None
+    arg = given[0]
+    if arg == "when":
+        try:
+            parsed = nl.parse(args["when"], now=now, timezone=timezone)
+        except ParseError as exc:
+            raise ToolError(exc.message, code=exc.code, field="when", expected=exc.expected,
+                            extra={"fragment": exc.field}) from None
+        return TimePlan(arg, parsed.job_params, parsed)
+    if arg == "schedule":
+        return TimePlan(arg, JobParams("recurring", schedule=args["schedule"], timezone=timezone))
+    if arg == "time":
+        return TimePlan(arg, JobParams("one-time", time=args["time"], timezone=timezone))
+    offset = timedelta(**args["in"])
+    if offset <= timedelta(0):
+        raise ToolError("`in` must add up to at least one second", field="in",
+                        expected='an offset such as {"minutes": 15}; when="now" runs it '
+                                 'immediately')
+    at = (now + offset).astimezone(load_timezone(timezone, field="timezone"))
+    return TimePlan(arg, JobParams("one-time", time=at.isoformat(timespec="seconds"),
+                                   timezone=timezone))
+
+
+def _zone_name(value: str) -> str:
+    """The canonical IANA name (a wrong-case name is accepted, as by the REST API)."""
+    return load_timezone(value, field="timezone").key
+
+
+def _new_action(text: str | None, webhook_url: str | None) -> dict[str, Any]:
+    if webhook_url is not None:
+        action: dict[str, Any] = {"type": "webhook", "url": webhook_url}
+        if text:
+            action["body"] = {"task": text}
+        return action
+    if not text:
+        raise ToolError("what should the task do?", code="missing_argument", field="task",
+                        expected='the task text, e.g. "summarize the financial news" '
+                                 '(or a webhook_url)')
+    return {"type": "message", "text": text}
+
+
+def _changed_action(current: dict[str, Any], text: str | None,
+                    webhook_url: str | None) -> dict[str, Any] | None:
+    if webhook_url is not None:
+        return _new_action(text or _text_of(current), webhook_url)
+    if text is None:
+        return None
+    if current.get("type") == "webhook":
+        body = current.get("body")
+        return {**current, "body": {**(body if isinstance(body, dict) else {}), "task": text}}
+    return {**current, "text": text}
+
+
+def _text_of(action: Mapping[str, Any]) -> str | None:
+    body = action.get("body")
+    text = action.get("text") or (body.get("task") if isinstance(body, dict) else None)
+    return text if isinstance(text, str) else None
+
+
+def _fields(time_arg: str | None) -> dict[str, str]:
+    """Service error fields -> the tool argument that carries them."""
+    fields = {"job_params.timezone": "timezone", "action.text": "task", "action.type": "task",
+              "action.body": "task", "action.url": "webhook_url", "name": "title",
+              "Idempotency-Key": "idempotency_key", "job_id": "task_id"}
+    if time_arg is not None:
+        fields |= {"job_params.schedule": time_arg, "job_params.time": time_arg,
+                   "job_params.type": time_arg}
+    return fields
+
+
+def _remapped(exc: OnTheDotError, fields: Mapping[str, str]) -> None:
+    exc.field = fields.get(exc.field or "", exc.field)
+
+
+async def _mapped(call: Awaitable[T], fields: Mapping[str, str]) -> T:
+    try:
+        return await call
+    except OnTheDotError as exc:
+        _remapped(exc, fields)
+        raise
+
+
+def _render(view: JobView) -> dict[str, Any]:
+    return JobOut.of(view).model_dump(mode="json")
+
+
+def _utc(instant: datetime) -> str:
+    return instant.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _preview_runs(spec: JobSpec, caller: Caller, now: datetime) -> list[str]:
+    """The next fire times a dry run reports; the schedule is checked as on creation."""
+    caller.service.actions.validate(spec.action)
+    if spec.params.type == "immediate":
+        return [_utc(now)]
+    schedule = compile_schedule(spec.params, anchor=now, now=now,
+                                min_interval_seconds=caller.service.settings.min_interval)
+    start = datetime.min.replace(tzinfo=UTC) if spec.params.type == "one-time" else now
+    return [_utc(t) for t in schedule.upcoming(start, 3)]
+
+
+# --- handlers ----------------------------------------------------------------------------
+async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    now = caller.service.clock.now()
+    timezone = _zone_name(args.get("timezone") or caller.timezone)
+    plan = _plan_time(args, timezone, now)
+    if plan is None:
+        raise ToolError("create_task needs the time of the task", code="missing_argument",
+                        field="when", expected=TIME_EXPECTED)
+    text = args.get("task") or (plan.parsed.task if plan.parsed else None)
+    fields = _fields(plan.arg)
+    spec = JobSpec(action=_new_action(text, args.get("webhook_url")), params=plan.params,
+                   name=args.get("title"), misfire_policy=args.get("misfire_policy", "run_late"))
+    understood = None if plan.parsed is None else replace(plan.parsed, task=text or "")
+    out: dict[str, Any] = {} if understood is None else {"understood": {
+        "matched": understood.matched, "task": understood.task,
+        "job_params": understood.job_params.to_dict()}}
+    if caller.dry_run:
+        try:
+            runs = _preview_runs(spec, caller, now)
+        except OnTheDotError as exc:
+            _remapped(exc, fields)
+            raise
+        return {"created": False, "dry_run": True, **out, "would_create": {
+            "name": spec.name, "action": spec.action, "job_params": spec.params.to_dict(),
+            "next_runs": runs}}
+    view, created = await _mapped(caller.service.create_job(
+        caller.user_id, spec, args.get("idempotency_key")), fields)
+    if understood is not None:
+        out["confirmation"] = nl.render_confirmation(understood, now)
+    return {"created": created, "task": _render(view), **out}
+
+
+async def list_tasks(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    page = await caller.service.list_jobs(
+        caller.user_id, status=args.get("status"), page_size=args.get("page_size", 20),
+        page_token=args.get("page_token"))
+    return {"tasks": [_render(v) for v in page.items], "next_page_token": page.next_page_token}
+
+
+async def get_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    fields = _fields(None)
+    view = await _mapped(caller.service.get_job(caller.user_id, args["task_id"]), fields)
+    runs = await caller.service.list_runs(caller.user_id, view.job.job_id,
+                                          page_size=RECENT_RUNS)
+    return {"task": _render(view),
+            "recent_runs": [RunOut.of(r).model_dump(mode="json") for r in runs.items]}
+
+
+async def update_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    service, user = caller.service, caller.user_id
+    view = await _mapped(service.get_job(user, args["task_id"]), _fields(None))
+    job = view.job
+    timezone = _zone_name(args.get("timezone") or job.params.timezone)
+    plan = _plan_time(args, timezone, service.clock.now())
+    params = plan.params if plan else (
+        replace(job.params, timezone=timezone) if "timezone" in args else None)
+    patch = JobPatch(name=args.get("title"), params=params,
+                     action=_changed_action(job.action, args.get("task"),
+                                            args.get("webhook_url")),
+                     misfire_policy=args.get("misfire_policy"))
+    if patch == JobPatch():
+        raise ToolError("update_task got nothing to change", code="missing_argument",
+                        field="arguments", expected="at least one of: title, task, webhook_url, "
+                        "when, schedule, time, in, timezone, misfire_policy")
+    if caller.dry_run:
+        changes = {"name": patch.name, "action": patch.action, "misfire_policy":
+                   patch.misfire_policy, "job_params": params.to_dict() if params else None}
+        return {"dry_run": True, "task": _render(view),
+                "would_change": {k: v for k, v in changes.items() if v is not None}}
+    fields = _fields(plan.arg if plan else None)
+    return {"task": _render(await _mapped(service.update_job(user, job.job_id, patch), fields))}
+
+
+async def _dry_run(args: dict[str, Any], caller: Caller, verb: str) -> dict[str, Any]:
+    view = await _mapped(caller.service.get_job(caller.user_id, args["task_id"]),
+                         _fields(None))
+    return {"dry_run": True, "would": verb, "task": _render(view)}
+
+
+async def pause_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    if caller.dry_run:
+        return await _dry_run(args, caller, "pause")
+    call = caller.service.pause_job(caller.user_id, args["task_id"])
+    return {"task": _render(await _mapped(call, _fields(None)))}
+
+
+async def resume_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    if caller.dry_run:
+        return await _dry_run(args, caller, "resume")
+    call = caller.service.resume_job(caller.user_id, args["task_id"])
+    return {"task": _render(await _mapped(call, _fields(None)))}
+
+
+async def delete_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    if caller.dry_run:
+        return await _dry_run(args, caller, "delete")
+    fields = _fields(None)
+    await _mapped(caller.service.delete_job(caller.user_id, args["task_id"]), fields)
+    view = await _mapped(caller.service.get_job(caller.user_id, args["task_id"]), fields)
+    return {"deleted": True, "task": _render(view)}
+
+
+async def run_task_now(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    if caller.dry_run:
+        return await _dry_run(args, caller, "run now")
+    run = await _mapped(caller.service.run_job_now(caller.user_id, args["task_id"]),
+                        _fields(None))
+    return {"run": RunOut.of(run).model_dump(mode="json")}
+
+
+# --- the registry ------------------------------------------------------------------------
+def build_registry(default_timezone: str) -> ToolRegistry:
+    """The current tool set; descriptions state this deployment's default timezone."""
+    tz = default_timezone
+    task_only = _object({"task_id": TASK_ID}, required=("task_id",))
+    return ToolRegistry([
+        ToolDef(
+            name="create_task", title="Create a task",
+            description=(
+                "Schedule something for the user: once, recurring, or right now. Give the time "
+                "as exactly one of: when (the user's words in English or Chinese, e.g. \"every "
+                "weekday at 9am\", \"每天早上八點\"; easiest), schedule (cron or RRULE), time "
+                "(ISO 8601) or in ({\"minutes\": 15}). when=\"now\" runs it at once. "
+                f"timezone defaults to {tz}. With when, task defaults to the rest of the "
+                "sentence."),
+            input_schema=_object({**_what_properties(), **_time_properties(tz),
+                                  **_option_properties(), "idempotency_key": _text(
+                                      "Retrying with the same key returns the task created "
+                                      "the first time instead of a second one.",
+                                      minLength=1, maxLength=255)}),
+            annotations=_changes(idempotent=False), handler=create_task),
+        ToolDef(
+            name="list_tasks", title="List tasks",
+            description="The user's tasks, newest first, with status and next_run_at. Filter "
+                        "by status; follow next_page_token for more.",
+            input_schema=_object({
+                "status": _text("Only tasks in this state. Default: all.", enum=[
+                    "scheduled", "running", "completed", "failed", "paused", "cancelled"]),
+                "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
+                              "description": "Tasks per page, 1-100. Default: 20."},
+                "page_token": _text("next_page_token of the previous page.", minLength=1)}),
+            annotations=READ_ONLY, handler=list_tasks),
+        ToolDef(
+            name="get_task", title="Get a task",
+            description="One task: its schedule, status, next_run_at and its last "
+                        f"{RECENT_RUNS} runs with their output (what it produced) or error.",
+            input_schema=task_only, annotations=READ_ONLY, handler=get_task),
+        ToolDef(
+            name="update_task", title="Change a task",
+            description=(
+                "Change a task's time, text, title or timezone; omitted arguments stay as they "
+                "are. Give a new time as one of when (the user's words; it sets only the time), "
+                "schedule (cron or RRULE), time (ISO 8601) or in ({\"minutes\": 15}); timezone "
+                "defaults to the task's. A new time replaces the pending run."),
+            input_schema=_object({"task_id": TASK_ID, **_what_properties(),
+                                  **_time_properties(None), **_option_properties()},
+                                 required=("task_id",)),
+            annotations=_changes(idempotent=True), handler=update_task),
+        ToolDef(
+            name="pause_task", title="Pause a task",
+            description="Stop a scheduled task from firing until resume_task; nothing is lost.",
+            input_schema=task_only, annotations=_changes(idempotent=True), handler=pause_task),
+        ToolDef(
+            name="resume_task", title="Resume a task",
+            description="Schedule a paused task again from its next occurrence (missed ones "
+                        "are not made up).",
+            input_schema=task_only, annotations=_changes(idempotent=True), handler=resume_task),
+        ToolDef(
+            name="delete_task", title="Delete a task",
+            description="Cancel a task and its pending runs for good (its history is kept). "
+                        "Use pause_task to stop it only for a while.",
+            input_schema=task_only, annotations=DESTRUCTIVE, handler=delete_task),
+        ToolDef(
+            name="run_task_now", title="Run a task now",
+            description="One extra run of a task right now, besides its schedule; returns the "
+                        "run (see get_task for its result).",
+            input_schema=task_only, annotations=_changes(idempotent=False),
+            handler=run_task_now),
+    ])
+
+
+__all__ = ["TIME_EXPECTED", "build_registry"]

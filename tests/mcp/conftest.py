@@ -1,0 +1,135 @@
+"""MCP tests: the SDK's real client, over memory, Streamable HTTP and stdio."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.types import CallToolResult, TextContent, Tool
+
+from onthedot.config import Settings
+from onthedot.domain.clock import FakeClock
+from onthedot.mcp.registry import ToolRegistry
+from onthedot.mcp.server import build_server, fixed_caller
+from onthedot.runtime import Runtime
+
+TZ = "Asia/Taipei"
+START = datetime(2026, 6, 22, 2, 0, tzinfo=UTC)  # Monday 10:00 in Taipei
+TOOLS = {"create_task", "list_tasks", "get_task", "update_task", "pause_task", "resume_task",
+         "delete_task", "run_task_now"}
+NEWS = "每天早上八點幫我總結財經新聞"
+
+
+def payload(result: CallToolResult) -> dict[str, Any]:
+    """The structured content, checked to be the same JSON as the text content."""
+    assert result.structuredContent is not None
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    assert json.loads(block.text) == result.structuredContent
+    return result.structuredContent
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    body = payload(result)
+    assert not result.isError, body
+    assert body["ok"] is True
+    return body
+
+
+def error(result: CallToolResult, code: str, field: str | None = None) -> dict[str, Any]:
+    body = payload(result)
+    assert result.isError, body
+    assert body["ok"] is False
+    err: dict[str, Any] = body["error"]
+    assert {"code", "message", "field", "expected"} <= err.keys()
+    assert err["code"] == code, err
+    if field is not None:
+        assert err["field"] == field, err
+    assert err["message"]
+    assert "Traceback" not in err["message"]
+    return err
+
+
+def walk(schema: Any) -> list[dict[str, Any]]:
+    """Every object schema inside ``schema``, itself included."""
+    found: list[dict[str, Any]] = []
+    if isinstance(schema, dict):
+        if schema.get("type") == "object":
+            found.append(schema)
+        for value in schema.values():
+            found.extend(walk(value))
+    return found
+
+
+def check_tool_list(tools: list[Tool]) -> dict[str, Tool]:
+    """Names, annotations and schemas as the issue asks for."""
+    by_name = {t.name: t for t in tools}
+    assert set(by_name) == TOOLS
+    for tool in tools:
+        schema = tool.inputSchema
+        text = json.dumps(schema)
+        assert "$ref" not in text
+        assert "$defs" not in text
+        assert "definitions" not in text
+        assert not {"oneOf", "anyOf", "allOf", "not"} & schema.keys()
+        assert schema["type"] == "object"
+        for obj in walk(schema):
+            assert obj["additionalProperties"] is False, (tool.name, obj)
+        ann = tool.annotations
+        assert ann is not None, tool.name
+        assert ann.openWorldHint is False
+        assert tool.description
+        assert len(tool.description) < 700
+        if tool.name in ("list_tasks", "get_task"):
+            assert ann.readOnlyHint is True
+        else:
+            assert ann.readOnlyHint is False
+        if tool.name == "delete_task":
+            assert ann.destructiveHint is True
+            assert ann.idempotentHint is True
+        elif not ann.readOnlyHint:
+            assert ann.destructiveHint is False
+    create = by_name["create_task"].inputSchema
+    assert "required" not in create  # the time may come as any one of four; task from `when`
+    assert {"title", "task", "schedule", "time", "in", "when", "timezone"} <= create[
+        "properties"].keys()
+    assert create["properties"]["timezone"]["default"] == TZ
+    assert TZ in (by_name["create_task"].description or "")
+    assert by_name["list_tasks"].inputSchema["properties"]["status"]["enum"]
+    for name in ("get_task", "update_task", "pause_task", "resume_task", "delete_task",
+                 "run_task_now"):
+        assert by_name[name].inputSchema["required"] == ["task_id"]
+    return by_name
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(database_url=f"sqlite:///{tmp_path}/mcp.db", default_timezone=TZ)
+
+
+@pytest.fixture
+async def rt(settings: Settings, clock: FakeClock) -> AsyncIterator[Runtime]:
+    runtime = await Runtime.open(settings, clock)
+    yield runtime
+    await runtime.close()
+
+
+@contextlib.asynccontextmanager
+async def memory_session(rt: Runtime, user: str = "alice",
+                         registry: ToolRegistry | None = None) -> AsyncIterator[ClientSession]:
+    server = build_server(TZ, fixed_caller(rt.service, user, TZ), registry)
+    async with create_connected_server_and_client_session(server, raise_exceptions=True) as s:
+        yield s

@@ -4,7 +4,7 @@ onthedot (all roles in one process, SQLite + table queue, ``message`` action) si
 APScheduler 3 (SQLAlchemyJobStore on SQLite, thread pool), the peer a Python user would
 otherwise pick for "run this at that time".
 
-    python -m bench.dispatch [--runs 10000] [--database-url postgresql://...] [--queue-url nats://...]
+    python -m bench.dispatch [--runs 10000] [--configs sqlite,postgres+nats] [--skip-peer]
 
 Dispatch lateness = enqueue time - scheduled time (onthedot) / start of the job function -
 scheduled time (APScheduler, which has no queue between finding and running a job).
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import secrets
 import tempfile
 import threading
 import time
@@ -85,6 +87,20 @@ async def _all_runs(rt: Runtime) -> list[JobRun]:
         before = jobs[-1].job_id
 
 
+# APScheduler's SQL store pickles jobs, so the job function must be importable by name.
+_APS: dict[str, int] = {"n": 0}
+_APS_STARTED: list[float] = []
+_APS_LOCK = threading.Lock()
+_APS_FINISHED = threading.Event()
+
+
+def aps_job() -> None:
+    with _APS_LOCK:
+        _APS_STARTED.append(time.time())
+        if len(_APS_STARTED) >= _APS["n"]:
+            _APS_FINISHED.set()
+
+
 def apscheduler_run(n: int, folder: Path) -> dict[str, float] | None:
     try:
         from apscheduler.executors.pool import ThreadPoolExecutor
@@ -92,16 +108,14 @@ def apscheduler_run(n: int, folder: Path) -> dict[str, float] | None:
         from apscheduler.schedulers.background import BackgroundScheduler
     except ImportError:
         return None
-    started_at: list[float] = []
-    lock = threading.Lock()
-    finished = threading.Event()
+    # Run as ``python -m``, this file is __main__; the pickled job reference imports it again
+    # as bench.dispatch, so share that module's state.
+    import bench.dispatch as me
 
-    def job() -> None:
-        with lock:
-            started_at.append(time.time())
-            if len(started_at) >= n:
-                finished.set()
-
+    me._APS["n"] = n
+    started_at, finished = me._APS_STARTED, me._APS_FINISHED
+    started_at.clear()
+    finished.clear()
     scheduler = BackgroundScheduler(
         jobstores={"default": SQLAlchemyJobStore(url=f"sqlite:///{folder}/aps.db")},
         executors={"default": ThreadPoolExecutor(16)}, timezone=UTC,
@@ -111,7 +125,7 @@ def apscheduler_run(n: int, folder: Path) -> dict[str, float] | None:
     due_at = (datetime.now(UTC) + timedelta(seconds=LEAD_SECONDS + n / 500)).replace(
         microsecond=0)
     for i in range(n):
-        scheduler.add_job(job, "date", run_date=due_at, id=f"j{i}")
+        scheduler.add_job("bench.dispatch:aps_job", "date", run_date=due_at, id=f"j{i}")
     ingest_seconds = time.perf_counter() - t0
     scheduler.resume()
     finished.wait(timeout=600)
@@ -122,27 +136,67 @@ def apscheduler_run(n: int, folder: Path) -> dict[str, float] | None:
             "runs_per_s": len(started_at) / max(1e-9, max(started_at) - due_at.timestamp())}
 
 
+PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
+NATS_URL = "nats://127.0.0.1:4222"
+
+
+async def _drop_postgres_and_nats(schema: str, prefix: str) -> None:
+    import nats
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(PG_URL, autocommit=True) as conn:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # our own generated name
+    nc = await nats.connect(NATS_URL)
+    try:
+        js = nc.jetstream()
+        for stream in (f"{prefix.upper()}_RUNS", f"{prefix.upper()}_DLQ"):
+            with contextlib.suppress(Exception):
+                await js.delete_stream(stream)
+    finally:
+        await nc.close()
+
+
+def configs(names: list[str], folder: Path) -> list[tuple[str, Settings, str | None]]:
+    out: list[tuple[str, Settings, str | None]] = []
+    tag = secrets.token_hex(3)
+    for name in names:
+        if name == "sqlite":
+            out.append(("onthedot SQLite + table queue",
+                        Settings(database_url=f"sqlite:///{folder}/bench.db", workers=64,
+                                 min_interval=0), None))
+        elif name == "postgres+nats":
+            schema, prefix = f"bench_{tag}", f"bench{tag}"
+            out.append(("onthedot PostgreSQL + NATS",
+                        Settings(database_url=PG_URL, database_schema=schema, queue_url=NATS_URL,
+                                 queue_prefix=prefix, workers=64, min_interval=0,
+                                 database_pool_size=20), f"{schema}:{prefix}"))
+        else:
+            raise SystemExit(f"unknown config {name!r}: sqlite | postgres+nats")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10_000)
-    parser.add_argument("--database-url", default=None)
-    parser.add_argument("--queue-url", default=None)
+    parser.add_argument("--configs", default="sqlite,postgres+nats",
+                        help="comma-separated: sqlite, postgres+nats")
     parser.add_argument("--skip-peer", action="store_true")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        url = args.database_url or f"sqlite:///{folder}/bench.db"
-        label = "onthedot " + ("SQLite" if url.startswith("sqlite") else "PostgreSQL") + \
-            (" + NATS" if args.queue_url else " + table queue")
-        settings = Settings(database_url=url, queue_url=args.queue_url, workers=64,
-                            min_interval=0)
-        rows.append((label, asyncio.run(onthedot_run(args.runs, settings))))
+        for label, settings, cleanup in configs(args.configs.split(","), folder):
+            try:
+                rows.append((label, asyncio.run(onthedot_run(args.runs, settings))))
+            finally:
+                if cleanup:
+                    schema, prefix = cleanup.split(":")
+                    asyncio.run(_drop_postgres_and_nats(schema, prefix))
         if not args.skip_peer:
             peer = apscheduler_run(args.runs, folder)
             if peer is not None:
                 rows.append(("APScheduler 3 (SQLAlchemy/SQLite)", peer))
-    print(f"{args.runs:,} runs due in the same second")
+    print(f"{args.runs:,} runs due in the same second; one process per system, 2 cores")
     print(f"{'system':<36} | {'ingest jobs/s':>13} | {'lateness p50 s':>14} | "
           f"{'lateness p99 s':>14} | {'runs/s':>8}")
     print("-" * 98)

@@ -81,6 +81,7 @@ class Runtime:
     dispatcher: Dispatcher | None = None
     recurring: RecurringWatcher | None = None
     worker: Worker | None = None
+    _watcher_store: Store | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -105,8 +106,11 @@ class Runtime:
             raise ConfigError(f"unknown role {role!r}", field="role", expected=" | ".join(ROLES))
         self._stop.clear()
         if "watcher" in wanted and self.dispatcher is None:
-            self.dispatcher = Dispatcher(self.store, self.queue, self.clock, self.settings,
-                                         self.metrics, self.member_id)
+            # Its own store connection: in one process the workers' writes would otherwise
+            # queue in front of every claim and delay dispatch.
+            self._watcher_store = build_store(self.settings)
+            self.dispatcher = Dispatcher(self._watcher_store, self.queue, self.clock,
+                                         self.settings, self.metrics, self.member_id)
             self.service.set_due_soon_hook(self.dispatcher.wake)
             self._spawn(self.dispatcher.run(self._stop), "watcher")
         if "recurring" in wanted and self.recurring is None:
@@ -131,6 +135,9 @@ class Runtime:
         if self.worker is not None:
             await self.worker.drain(grace)
         self.dispatcher = self.recurring = self.worker = None
+        if self._watcher_store is not None:
+            await self._watcher_store.close()
+            self._watcher_store = None
 
     async def close(self) -> None:
         await self.stop()

@@ -39,6 +39,7 @@ MAX_PAGE_SIZE = 100
 MAX_NAME_CHARS = 200
 MAX_TIMEOUT_SECONDS = 3600.0
 MAX_ATTEMPTS_LIMIT = 100
+DUE_SOON_SECONDS = 5.0  # runs due this soon are announced to the in-process watcher
 
 
 @dataclass(frozen=True)
@@ -311,7 +312,7 @@ class JobService:
                       status=RunStatus.PENDING, kind=kind)
 
     def _due_soon(self, at: datetime) -> None:
-        if at <= self.clock.now() + timedelta(seconds=self.settings.tick_seconds):
+        if at <= self.clock.now() + timedelta(seconds=DUE_SOON_SECONDS):
             self._on_due_soon(at)
 
     async def _job(self, user_id: str, job_id: str) -> Job:

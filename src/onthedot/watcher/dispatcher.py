@@ -26,6 +26,7 @@ log = logging.getLogger("onthedot.watcher")
 
 MAINTAIN_EVERY_SECONDS = 3600.0  # partitions are daily; hourly keeps a day's margin
 CLAIM_BATCH = 1000  # runs claimed per shard per query; a full batch means "look again at once"
+WHOLE_SECOND_MARGIN_SECONDS = 0.002  # wake this long after a whole second (clock granularity)
 MEMBER_GROUP = "watcher"
 
 
@@ -40,9 +41,14 @@ class Dispatcher:
         self.member_id = member_id
         self.owned: list[int] = []
         self._wake = asyncio.Event()
+        self._next_wake: datetime | None = None  # earliest known due instant before next tick
 
-    def wake(self, _due_at: datetime | None = None) -> None:
-        self._wake.set()
+    def wake(self, due_at: datetime | None = None) -> None:
+        """A run falls due at ``due_at`` (now when None): wake then, not at the next tick."""
+        if due_at is None or due_at <= self.clock.now():
+            self._wake.set()
+        elif self._next_wake is None or due_at < self._next_wake:
+            self._next_wake = due_at
 
     async def refresh_shards(self) -> list[int]:
         """Heartbeat membership, then take or renew the leases of our assigned shards."""
@@ -101,14 +107,28 @@ class Dispatcher:
             await self.store.shard_leases_release(self.member_id)
             await self.store.members_leave(MEMBER_GROUP, self.member_id)
 
+    def _sleep_seconds(self) -> float:
+        """Until the next tick, the next known due run, or just past the next whole second,
+        whichever comes first: cron occurrences fall on whole seconds, so waking right after
+        one keeps their dispatch lateness at milliseconds rather than up to a tick."""
+        now = self.clock.now()
+        seconds = min(self.settings.tick_seconds,
+                      1.0 - now.microsecond / 1_000_000 + WHOLE_SECOND_MARGIN_SECONDS)
+        if self._next_wake is not None:
+            seconds = min(seconds, max(0.0, (self._next_wake - now).total_seconds()))
+            if self._next_wake <= now + timedelta(seconds=seconds):
+                self._next_wake = None
+        return seconds
+
     async def _sleep(self, stop: asyncio.Event) -> None:
+        seconds = self._sleep_seconds()
         waits = {
             asyncio.ensure_future(self._wake.wait()),
             asyncio.ensure_future(stop.wait()),
-            asyncio.ensure_future(self.store.due_notice_wait(self.settings.tick_seconds)),
+            asyncio.ensure_future(self.store.due_notice_wait(seconds)),
         }
         try:
-            await asyncio.wait(waits, timeout=self.settings.tick_seconds,
+            await asyncio.wait(waits, timeout=seconds,
                                return_when=asyncio.FIRST_COMPLETED)
         finally:
             for w in waits:

@@ -65,7 +65,7 @@ async def rt(settings: Settings, clock: FakeClock) -> AsyncIterator[Runtime]:
 @pytest.fixture
 async def client(rt: Runtime) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=create_app(rt))
-    async with httpx.AsyncClient(transport=transport, base_url="http://onthedot.test") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
         yield c
 
 

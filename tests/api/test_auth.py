@@ -25,6 +25,17 @@ async def test_without_tokens_on_loopback_everyone_is_local(client: httpx.AsyncC
     assert (await rt.store.job_get(LOCAL_USER, job_id)) is not None
 
 
+async def test_without_tokens_a_rebound_host_or_foreign_origin_is_refused(
+        client: httpx.AsyncClient) -> None:
+    """A web page whose DNS name was rebound to 127.0.0.1 must not act as the local user."""
+    assert_problem(await client.get("http://evil.example/v1/jobs"), 403, "untrusted_origin",
+                   "Host")
+    assert_problem(await client.get("/v1/jobs", headers={"Origin": "http://evil.example"}),
+                   403, "untrusted_origin")
+    ok = await client.get("/v1/jobs", headers={"Origin": "http://localhost:3000"})
+    assert ok.status_code == 200
+
+
 async def test_once_a_token_exists_a_token_is_required(client: httpx.AsyncClient,
                                                        rt: Runtime) -> None:
     alice = await add_token(rt, "alice", "secret-a")

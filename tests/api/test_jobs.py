@@ -49,7 +49,7 @@ async def test_missing_timezone_takes_the_default(tmp_path: Path, clock: FakeClo
     rt = await Runtime.open(settings, clock)
     try:
         transport = httpx.ASGITransport(app=create_app(rt))
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             response = await client.post("/v1/jobs", json=job_body(
                 job_params={"type": "one-time", "time": "2026-06-23T08:00:00"}))
         job = response.json()

@@ -31,7 +31,7 @@ async def chat_client(db_url: str, **settings: Any) -> AsyncIterator[httpx.Async
     runtime = await Runtime.open(Settings(database_url=db_url, **settings), FakeClock(START))
     try:
         transport = httpx.ASGITransport(app=create_app(runtime))
-        async with httpx.AsyncClient(transport=transport, base_url="http://onthedot.test",
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1",
                                      timeout=30) as client:
             yield client
     finally:

@@ -18,9 +18,10 @@ import hashlib
 import ipaddress
 import re
 import secrets
+from urllib.parse import urlsplit
 
 from onthedot.config import Settings
-from onthedot.domain.errors import AuthError, ConfigError, ValidationError
+from onthedot.domain.errors import AuthError, ConfigError, ForbiddenError, ValidationError
 from onthedot.store.base import Store
 
 LOCAL_USER = "local"
@@ -85,3 +86,22 @@ async def resolve_user(store: Store, settings: Settings, authorization: str | No
         return LOCAL_USER
     raise AuthError("a bearer token is required", code="missing_token", field="Authorization",
                     expected="Authorization: Bearer <token>")
+
+
+async def resolve_request_user(store: Store, settings: Settings, authorization: str | None,
+                               host: str, origin: str | None) -> str:
+    """``resolve_user`` for an HTTP request. In token-less local mode the request must also be
+    addressed to a loopback host (and come from a loopback origin, if it names one): otherwise
+    a web page that rebinds its DNS name to 127.0.0.1 could act as ``local``."""
+    user = await resolve_user(store, settings, authorization)
+    if user == LOCAL_USER and not authorization and not _loopback_request(host, origin):
+        raise ForbiddenError("without a token, only requests addressed to a loopback host are "
+                             "served", code="untrusted_origin", field="Host",
+                             expected="Host and Origin on 127.0.0.1, localhost or ::1, or "
+                                      "Authorization: Bearer <token>")
+    return user
+
+
+def _loopback_request(host: str, origin: str | None) -> bool:
+    origin_host = urlsplit(origin).hostname if origin else None
+    return is_loopback(host) and (origin is None or is_loopback(origin_host or ""))

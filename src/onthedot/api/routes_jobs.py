@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AwareDatetime
 
-from onthedot.api.auth import resolve_user
+from onthedot.api.auth import resolve_request_user
 from onthedot.api.models import (
     DeadLetterList,
     JobCreate,
@@ -50,7 +50,8 @@ async def current_user(
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> str:
     runtime = runtime_of(request)
-    return await resolve_user(runtime.store, runtime.settings, authorization)
+    return await resolve_request_user(runtime.store, runtime.settings, authorization,
+                                      request.url.hostname or "", request.headers.get("origin"))
 
 
 RuntimeDep = Annotated[Runtime, Depends(runtime_of)]

@@ -81,6 +81,13 @@ class AuthError(OnTheDotError):
     http_status = 401
 
 
+class ForbiddenError(OnTheDotError):
+    """The caller is known but may not do this (e.g. a non-loopback page in token-less mode)."""
+
+    code = "forbidden"
+    http_status = 403
+
+
 class ConfigError(OnTheDotError):
     """The deployment is configured in a way that cannot work (refuse to start)."""
 

@@ -17,7 +17,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.applications import Starlette
@@ -25,7 +24,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from onthedot.api.auth import LOCAL_USER, is_loopback, resolve_user
+from onthedot.api.auth import resolve_request_user, resolve_user
 from onthedot.api.problems import error_problem, problem
 from onthedot.config import Settings
 from onthedot.domain.errors import AuthError, OnTheDotError
@@ -75,15 +74,11 @@ class McpEndpoint:
         runtime = cast(Runtime, request.app.state.runtime)
         authorization = request.headers.get("authorization")
         try:
-            user = await resolve_user(runtime.store, runtime.settings, authorization)
+            user = await resolve_request_user(runtime.store, runtime.settings, authorization,
+                                              request.url.hostname or "",
+                                              request.headers.get("origin"))
         except OnTheDotError as exc:
             await error_problem(exc)(scope, receive, send)
-            return
-        if user == LOCAL_USER and not authorization and not _loopback_request(request):
-            await problem(403, "untrusted_origin", "without a token, /mcp only answers "
-                          "requests addressed to a loopback host", field="Host",
-                          expected="Host and Origin on 127.0.0.1, localhost or ::1, or "
-                                   "Authorization: Bearer <token>")(scope, receive, send)
             return
         setattr(request.state, USER_STATE, user)  # the same scope reaches the tool call
         await self.sessions.handle_request(scope, receive, send)
@@ -102,9 +97,3 @@ async def caller_of_request(request: Any) -> Caller:
     return Caller(service=runtime.service, user_id=user,
                   timezone=runtime.settings.default_timezone)
 
-
-def _loopback_request(request: Request) -> bool:
-    origin = request.headers.get("origin")
-    origin_host = urlsplit(origin).hostname if origin else None
-    return is_loopback(request.url.hostname or "") and (
-        origin is None or is_loopback(origin_host or ""))

@@ -43,14 +43,13 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool
 
 from onthedot.domain.errors import BackendError, ConfigError
-from onthedot.domain.ids import bucket_start, scheduled_at_of, time_bucket_of, ulid_floor
+from onthedot.domain.ids import bucket_start, scheduled_at_of, time_bucket_of
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
 from onthedot.store.base import (
     DueClaim,
     DueClaimed,
     EventApply,
     JobCreated,
-    JobListQuery,
     JobSave,
     RunClaim,
     RunFinish,
@@ -58,12 +57,12 @@ from onthedot.store.base import (
 )
 from onthedot.store.codec import (
     dump_output,
-    event_from_row,
     job_from_row,
     job_to_params,
     run_from_row,
     run_to_params,
 )
+from onthedot.store.reads import SharedReads
 from onthedot.store.sqlfile import load_migrations, load_queries
 
 Q = load_queries("onthedot.store", "sql/postgres/queries.sql")
@@ -88,7 +87,9 @@ _UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
 Conn = AsyncConnection[DictRow]
 
 
-class PostgresStore:
+class PostgresStore(SharedReads):
+    queries = Q
+
     def __init__(self, dsn: str, *, schema: str = "public", partition_ahead_days: int = 7,
                  retention_days: int = 30, pool_min: int = 1, pool_max: int = 10,
                  pool_timeout_seconds: float = POOL_TIMEOUT_SECONDS) -> None:
@@ -272,25 +273,6 @@ class PostgresStore:
                 await self._insert_run(conn, first_run)
             return JobCreated(job=job, created=True)
 
-    async def job_get(self, user_id: str, job_id: str) -> Job | None:
-        row = await self._one(Q["job_get"], {"user_id": user_id, "job_id": job_id})
-        return None if row is None else job_from_row(row)
-
-    async def job_get_any(self, job_id: str) -> Job | None:
-        row = await self._one(Q["job_get_any"], {"job_id": job_id})
-        return None if row is None else job_from_row(row)
-
-    async def jobs_list(self, query: JobListQuery) -> list[Job]:
-        rows = await self._all(Q["jobs_list"], {
-            "user_id": query.user_id,
-            "status": None if query.status is None else query.status.value,
-            "job_id_from": None if query.created_from is None else ulid_floor(query.created_from),
-            "job_id_to": None if query.created_to is None else ulid_floor(query.created_to),
-            "before_job_id": query.before_job_id,
-            "limit": query.limit,
-        })
-        return [job_from_row(r) for r in rows]
-
     async def job_save(self, save: JobSave) -> None:
         async with self._tx() as conn:
             await conn.execute(Q["job_update"], _job_params(save.job))
@@ -332,10 +314,6 @@ class PostgresStore:
         })
         rows.sort(key=lambda r: (r["published_at"], r["run_id"]))
         return [run_from_row(r) for r in rows]
-
-    async def shard_watermark(self, shard: int) -> int | None:
-        row = await self._one(Q["watermark_get"], {"shard": shard})
-        return None if row is None else int(row["bucket"])
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
         at = _scheduled_at(claim.run_id)
@@ -395,26 +373,7 @@ class PostgresStore:
         row = await self._one(Q["run_redrive"], {"run_id": run_id, "scheduled_at": at, "now": now})
         return None if row is None else run_from_row(row)
 
-    async def runs_dead_lettered(self, user_id: str, limit: int,
-                                 before_run_id: str | None) -> list[JobRun]:
-        rows = await self._all(Q["runs_dead_lettered"], {
-            "user_id": user_id, "limit": limit, "before_run_id": before_run_id,
-        })
-        return [run_from_row(r) for r in rows]
-
-    async def runs_count_by_status(self) -> dict[RunStatus, int]:
-        rows = await self._all(Q["runs_count_by_status"], {})
-        return {RunStatus(r["status"]): int(r["n"]) for r in rows}
-
     # --- events --------------------------------------------------------------------------
-    async def events_after(self, event_id: int, limit: int) -> list[RunEvent]:
-        rows = await self._all(Q["events_after"], {"event_id": event_id, "limit": limit})
-        return [event_from_row(r) for r in rows]
-
-    async def cursor_get(self, consumer: str) -> int:
-        row = await self._one(Q["cursor_get"], {"consumer": consumer})
-        return 0 if row is None else int(row["position"])
-
     async def event_apply(self, apply: EventApply) -> bool:
         async with self._tx() as conn:
             await conn.execute(Q["cursor_init"], {"consumer": apply.consumer})
@@ -473,14 +432,6 @@ class PostgresStore:
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:
         await self._count(Q["token_add"], {"token_hash": token_hash, "user_id": user_id,
                                            "now": now})
-
-    async def token_user(self, token_hash: str) -> str | None:
-        row = await self._one(Q["token_user"], {"token_hash": token_hash})
-        return None if row is None else str(row["user_id"])
-
-    async def tokens_exist(self) -> bool:
-        row = await self._one(Q["tokens_exist"], {})
-        return bool(row and row["present"])
 
     # --- operators and tests -------------------------------------------------------------
     async def explain_due_query(self, shard: int, bucket: int, now: datetime) -> list[str]:

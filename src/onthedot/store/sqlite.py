@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from onthedot.domain.ids import bucket_start, time_bucket_of, ulid_floor
+from onthedot.domain.ids import bucket_start, time_bucket_of
 from onthedot.domain.models import (
     Job,
     JobRun,
@@ -26,7 +26,6 @@ from onthedot.store.base import (
     DueClaimed,
     EventApply,
     JobCreated,
-    JobListQuery,
     JobSave,
     RunClaim,
     RunFinish,
@@ -34,13 +33,13 @@ from onthedot.store.base import (
 )
 from onthedot.store.codec import (
     dump_output,
-    event_from_row,
     job_from_row,
     job_to_params,
     run_from_row,
     run_to_params,
     ts,
 )
+from onthedot.store.reads import SharedReads
 from onthedot.store.sqlfile import load_migrations, load_queries
 from onthedot.store.sqlite_conn import SqliteConnection, sqlite_path
 
@@ -49,7 +48,9 @@ HOUR = timedelta(hours=1)
 MISSED_ERROR = "missed: misfire policy is skip"  # what run_mark_skipped stores
 
 
-class SqliteStore:
+class SqliteStore(SharedReads):
+    queries = Q
+
     def __init__(self, database_url: str) -> None:
         self.path = sqlite_path(database_url)
         self._db = SqliteConnection(self.path)
@@ -86,25 +87,6 @@ class SqliteStore:
             return JobCreated(job=job, created=True)
 
         return await self._db.write(tx)
-
-    async def job_get(self, user_id: str, job_id: str) -> Job | None:
-        row = await self._one(Q["job_get"], {"user_id": user_id, "job_id": job_id})
-        return None if row is None else job_from_row(row)
-
-    async def job_get_any(self, job_id: str) -> Job | None:
-        row = await self._one(Q["job_get_any"], {"job_id": job_id})
-        return None if row is None else job_from_row(row)
-
-    async def jobs_list(self, query: JobListQuery) -> list[Job]:
-        rows = await self._all(Q["jobs_list"], {
-            "user_id": query.user_id,
-            "status": None if query.status is None else query.status.value,
-            "job_id_from": None if query.created_from is None else ulid_floor(query.created_from),
-            "job_id_to": None if query.created_to is None else ulid_floor(query.created_to),
-            "before_job_id": query.before_job_id,
-            "limit": query.limit,
-        })
-        return [job_from_row(r) for r in rows]
 
     async def job_save(self, save: JobSave) -> None:
         def tx(c: sqlite3.Connection) -> None:
@@ -151,10 +133,6 @@ class SqliteStore:
 
         return await self._db.write(tx)
 
-    async def shard_watermark(self, shard: int) -> int | None:
-        row = await self._one(Q["watermark_get"], {"shard": shard})
-        return None if row is None else int(row["bucket"])
-
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
         params = {
             "run_id": claim.run_id,
@@ -199,26 +177,7 @@ class SqliteStore:
         )
         return None if row is None else run_from_row(row)
 
-    async def runs_dead_lettered(self, user_id: str, limit: int,
-                                 before_run_id: str | None) -> list[JobRun]:
-        rows = await self._all(Q["runs_dead_lettered"], {
-            "user_id": user_id, "limit": limit, "before_run_id": before_run_id,
-        })
-        return [run_from_row(r) for r in rows]
-
-    async def runs_count_by_status(self) -> dict[RunStatus, int]:
-        rows = await self._all(Q["runs_count_by_status"], {})
-        return {RunStatus(r["status"]): int(r["n"]) for r in rows}
-
     # --- events --------------------------------------------------------------------------
-    async def events_after(self, event_id: int, limit: int) -> list[RunEvent]:
-        rows = await self._all(Q["events_after"], {"event_id": event_id, "limit": limit})
-        return [event_from_row(r) for r in rows]
-
-    async def cursor_get(self, consumer: str) -> int:
-        row = await self._one(Q["cursor_get"], {"consumer": consumer})
-        return 0 if row is None else int(row["position"])
-
     async def event_apply(self, apply: EventApply) -> bool:
         def tx(c: sqlite3.Connection) -> bool:
             c.execute(Q["cursor_init"], {"consumer": apply.consumer})
@@ -285,14 +244,6 @@ class SqliteStore:
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:
         params = {"token_hash": token_hash, "user_id": user_id, "now": ts(now)}
         await self._db.write(lambda c: c.execute(Q["token_add"], params))
-
-    async def token_user(self, token_hash: str) -> str | None:
-        row = await self._one(Q["token_user"], {"token_hash": token_hash})
-        return None if row is None else str(row["user_id"])
-
-    async def tokens_exist(self) -> bool:
-        row = await self._one(Q["tokens_exist"], {})
-        return bool(row and row["present"])
 
     # --- helpers -------------------------------------------------------------------------
     async def _one(self, sql: str, params: dict[str, Any]) -> sqlite3.Row | None:

@@ -302,9 +302,14 @@ class JobService:
             return self.compile(job).next_after(now)
         runs = await self.store.runs_list(job.job_id, 50, None)
         scheduled = [r for r in runs if r.kind == "scheduled"]
-        if any(r.status in (RunStatus.SUCCEEDED, RunStatus.SKIPPED) for r in scheduled):
-            return None
-        return scheduled[-1].scheduled_at if scheduled else now
+        if job.params.type == "one-time":
+            # The configured time, which a PATCH while paused may have changed.
+            at = self.compile(job).next_after(datetime.min.replace(tzinfo=now.tzinfo))
+        else:
+            at = scheduled[-1].scheduled_at if scheduled else now
+        done = any(r.scheduled_at == at and r.status in (RunStatus.SUCCEEDED, RunStatus.SKIPPED)
+                   for r in scheduled)
+        return None if done else at
 
     def _new_run(self, job_id: str, at: datetime, kind: RunKind) -> JobRun:
         return JobRun(run_id=run_id_for(job_id, at), job_id=job_id, scheduled_at=at,

@@ -98,3 +98,23 @@ async def test_run_now_adds_a_run_without_moving_the_schedule(engine: Engine) ->
     assert got.kind == "manual"
     job = await engine.rt.service.get_job("alice", view.job.job_id)
     assert job.job.next_run_at == view.job.next_run_at
+
+
+async def test_one_time_job_rescheduled_while_paused_fires_at_the_new_time(engine: Engine) -> None:
+    from onthedot.service import JobPatch
+
+    old = engine.clock.now() + timedelta(minutes=10)
+    new = engine.clock.now() + timedelta(minutes=30)
+    view = await engine.create(JobParams(type="one-time", time=old.isoformat()))
+    job_id = view.job.job_id
+    await engine.rt.service.pause_job("alice", job_id)
+    await engine.rt.service.update_job("alice", job_id, JobPatch(
+        params=JobParams(type="one-time", time=new.isoformat())))
+    resumed = await engine.rt.service.resume_job("alice", job_id)
+    assert resumed.job.next_run_at == new
+    engine.clock.set(old + timedelta(seconds=1))
+    await engine.settle()
+    assert (await engine.rt.service.get_job("alice", job_id)).status == "scheduled"
+    engine.clock.set(new)
+    await engine.settle()
+    assert (await engine.rt.service.get_job("alice", job_id)).status == "completed"

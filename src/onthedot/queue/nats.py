@@ -145,6 +145,9 @@ class NatsQueue:
         if replicas < 1 or replicas > 5:
             raise ConfigError("bad replica count", field="replicas", expected="1 to 5")
         self.url = url
+        # "nats://a:4222,nats://b:4222": every node of a cluster, so the first
+        # connection does not depend on one node being up.
+        self.servers = [u.strip() for u in url.split(",") if u.strip()]
         self.visibility_timeout = visibility_timeout
         self.max_deliver = max_deliver
         self.replicas = replicas
@@ -177,7 +180,7 @@ class NatsQueue:
         nc = Client()
         try:
             await asyncio.wait_for(nc.connect(
-                servers=[self.url], name="onthedot-queue",
+                servers=self.servers, name="onthedot-queue",
                 allow_reconnect=True, max_reconnect_attempts=-1,  # survive a restarted node
                 reconnect_time_wait=RECONNECT_WAIT_SECONDS,  # type: ignore[arg-type]
                 connect_timeout=CONNECT_TIMEOUT_SECONDS, drain_timeout=DRAIN_TIMEOUT_SECONDS,

@@ -259,19 +259,22 @@ class PostgresStore(SharedReads):
 
     # --- jobs ----------------------------------------------------------------------------
     async def job_create(self, job: Job, first_run: JobRun | None) -> JobCreated:
-        async with self._tx() as conn:
-            cur = await conn.execute(Q["job_insert"], _job_params(job))
-            if await cur.fetchone() is None:
-                cur = await conn.execute(Q["job_by_idempotency_key"], {
-                    "user_id": job.user_id, "idempotency_key": job.idempotency_key,
-                })
-                row = await cur.fetchone()
-                if row is None:  # cannot happen: the conflict that stopped the insert is here
-                    raise BackendError("idempotency conflict without a matching job")
-                return JobCreated(job=job_from_row(row), created=False)
-            if first_run is not None:
-                await self._insert_run(conn, first_run)
+        run = {f"r_{k}": v for k, v in _run_params(first_run).items()} if first_run else {
+            f"r_{k}": None for k in ("run_id", "time_bucket", "shard", "scheduled_at", "kind",
+                                     "status", "attempt")}
+        notify = (first_run is not None and first_run.status is RunStatus.PENDING
+                  and first_run.scheduled_at <= datetime.now(UTC) + NOTIFY_HORIZON)
+        params = {**_job_params(job), **run, "channel": self.channel,
+                  "payload": str(first_run.shard if first_run else 0), "notify": notify}
+        row = await self._one(Q["job_create"], params)
+        if row is not None and row["created"]:
             return JobCreated(job=job, created=True)
+        existing = await self._one(Q["job_by_idempotency_key"], {
+            "user_id": job.user_id, "idempotency_key": job.idempotency_key,
+        })
+        if existing is None:  # cannot happen: the conflict that stopped the insert is here
+            raise BackendError("idempotency conflict without a matching job")
+        return JobCreated(job=job_from_row(existing), created=False)
 
     async def job_save(self, save: JobSave) -> None:
         async with self._tx() as conn:

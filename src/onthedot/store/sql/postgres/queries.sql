@@ -3,16 +3,34 @@
 -- Lookups by run id also name scheduled_at (ids.scheduled_at_of) so they touch one partition.
 -- Nullable parameters tested with IS NULL carry a cast: PostgreSQL cannot type a bare NULL.
 
--- name: job_insert
-INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
-                  retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
-                  next_run_at, last_run_id, created_at, updated_at)
-VALUES (%(job_id)s, %(user_id)s, %(name)s, %(action)s::jsonb, %(job_type)s, %(schedule)s,
-        %(run_time)s, %(timezone)s, %(status)s, %(retry_policy)s::jsonb, %(misfire_policy)s,
-        %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s, %(next_run_at)s,
-        %(last_run_id)s, %(created_at)s, %(updated_at)s)
-ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING job_id
+-- name: job_create
+-- The job, its first run and the watchers' wake-up in ONE statement: one round trip, and the
+-- statement is its own transaction. Run parameters carry an r_ prefix (jobs and runs share
+-- column names). No run when r_run_id is NULL; no run either when the idempotency key
+-- matched an existing job (new_job is then empty).
+WITH new_job AS (
+    INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone,
+                      status, retry_policy, misfire_policy, timeout_seconds, idempotency_key,
+                      request_hash, next_run_at, last_run_id, created_at, updated_at)
+    VALUES (%(job_id)s, %(user_id)s, %(name)s, %(action)s::jsonb, %(job_type)s, %(schedule)s,
+            %(run_time)s, %(timezone)s, %(status)s, %(retry_policy)s::jsonb,
+            %(misfire_policy)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
+            %(next_run_at)s, %(last_run_id)s, %(created_at)s, %(updated_at)s)
+    ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING job_id
+), new_run AS (
+    INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status,
+                          attempt)
+    SELECT %(r_run_id)s, new_job.job_id, %(r_time_bucket)s, %(r_shard)s, %(r_scheduled_at)s,
+           %(r_kind)s, %(r_status)s, %(r_attempt)s
+    FROM new_job
+    WHERE %(r_run_id)s::text IS NOT NULL
+    ON CONFLICT (run_id, scheduled_at) DO NOTHING
+    RETURNING run_id
+), notice AS (
+    SELECT pg_notify(%(channel)s, %(payload)s) FROM new_run WHERE %(notify)s
+)
+SELECT (SELECT count(*) FROM new_job) AS created, (SELECT count(*) FROM notice) AS notices
 
 -- name: job_by_idempotency_key
 SELECT * FROM jobs WHERE user_id = %(user_id)s AND idempotency_key = %(idempotency_key)s

@@ -381,6 +381,24 @@ async def test_a_stale_token_changes_nothing(store: Store) -> None:
     assert after.lease_expires_at == extended
 
 
+async def test_run_release_hands_the_run_back_uncounted(store: Store) -> None:
+    now = half_past()
+    run = await run_in(store, await with_job(store), RunStatus.RUNNING,
+                       scheduled_at=now - timedelta(minutes=1), now=now - timedelta(minutes=1))
+    assert run.lease_token is not None
+    assert not await store.run_release(run.run_id, "someone-else", now)
+    assert await store.run_release(run.run_id, run.lease_token, now)
+    released = await store.run_get(run.run_id)
+    assert released is not None
+    assert released.status is RunStatus.ENQUEUED
+    assert released.attempt == run.attempt - 1
+    assert released.lease_token is None
+    assert not await store.run_release(run.run_id, run.lease_token, now), "only once"
+    again = await store.run_claim(RunClaim(run.run_id, new_token(), now, LEASE_SECONDS))
+    assert again is not None
+    assert again.attempt == run.attempt
+
+
 async def test_run_retry_keeps_the_error_and_the_run_can_be_claimed_again(store: Store) -> None:
     now = half_past()
     run = await run_in(store, await with_job(store), RunStatus.RUNNING, now=now)

@@ -116,3 +116,33 @@ async def test_stale_delivery_cannot_ack_after_redelivery(engine: Engine) -> Non
     stale: Delivery = first[0]
     assert not await engine.rt.queue.ack(stale)
     assert await engine.rt.queue.ack(second[0])
+
+
+async def test_shutdown_hands_unfinished_runs_back_at_once(engine: Engine) -> None:
+    from onthedot.worker import Worker
+    from tests.support.webhook import WebhookReceiver
+
+    receiver = WebhookReceiver(hold=lambda _r, nth: nth == 1).start()
+    try:
+        view = await engine.create(JobParams(type="immediate"),
+                                   {"type": "webhook", "url": receiver.url})
+        await engine.dispatcher.refresh_shards()
+        await engine.dispatcher.run_once()
+        leaving = Worker(engine.rt.store, engine.rt.queue, engine.clock, engine.rt.settings,
+                         engine.rt.actions, engine.rt.metrics)
+        stop = asyncio.Event()
+        loop_task = asyncio.create_task(leaving.run(stop))
+        await asyncio.to_thread(receiver.arrived.wait, 10)
+        stop.set()
+        await loop_task
+        await leaving.drain(grace_seconds=0.1)  # the held action cannot finish in time
+        run = (await engine.rt.service.list_runs("alice", view.job.job_id)).items[0]
+        assert run.status is RunStatus.ENQUEUED
+        assert run.attempt == 0
+        # No visibility timeout to wait out: another worker takes it on the same clock.
+        assert await engine.worker.run_once() == 1
+        run = (await engine.rt.service.list_runs("alice", view.job.job_id)).items[0]
+        assert run.status is RunStatus.SUCCEEDED
+        assert run.attempt == 1
+    finally:
+        receiver.stop()

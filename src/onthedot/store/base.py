@@ -189,6 +189,11 @@ class Store(Protocol):
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
         ...
 
+    async def run_release(self, run_id: str, token: str, now: datetime) -> bool:
+        """RUNNING (with this token) -> ENQUEUED, the interrupted attempt not counted: a worker
+        shutting down hands the run back so another can start it at once."""
+        ...
+
     async def run_retry(self, retry: RunRetry) -> bool:
         """RUNNING (with this token) -> RETRYING, keeping the error of the failed attempt."""
         ...

@@ -331,6 +331,14 @@ class PostgresStore(SharedReads):
         })
         return None if row is None else run_from_row(row)
 
+    async def run_release(self, run_id: str, token: str, now: datetime) -> bool:
+        at = _scheduled_at(run_id)
+        if at is None:
+            return False
+        return await self._count(Q["run_release"], {
+            "run_id": run_id, "scheduled_at": at, "token": token, "now": now,
+        }) == 1
+
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
         at = _scheduled_at(run_id)
         if at is None:

@@ -143,6 +143,10 @@ class SqliteStore(SharedReads):
         row = await self._db.write(lambda c: c.execute(Q["run_claim"], params).fetchone())
         return None if row is None else run_from_row(row)
 
+    async def run_release(self, run_id: str, token: str, now: datetime) -> bool:
+        params = {"run_id": run_id, "token": token, "now": ts(now)}
+        return await self._db.write(lambda c: c.execute(Q["run_release"], params).rowcount == 1)
+
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
         params = {"run_id": run_id, "token": token, "lease_expires_at": ts(lease_expires_at)}
         return await self._db.write(

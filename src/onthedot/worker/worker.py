@@ -107,8 +107,8 @@ class Worker:
                 task.add_done_callback(self._inflight.discard)
 
     async def drain(self, grace_seconds: float) -> None:
-        """Let in-flight runs finish within the grace period; cancel the rest. A cancelled
-        attempt is neither acked nor recorded: it runs again elsewhere after its lease."""
+        """Let in-flight runs finish within the grace period; cancel the rest, handing their
+        runs back to the queue (not counted as attempts) for another worker to start."""
         if self._inflight:
             _done, pending = await asyncio.wait(self._inflight, timeout=grace_seconds)
             for task in pending:
@@ -148,7 +148,11 @@ class Worker:
                                       f"gave up after {run.attempt - 1} unfinished attempts")
             return
         self.metrics.attempts.inc()
-        ok, output, error = await self._execute(job, run, token, delivery)
+        try:
+            ok, output, error = await self._execute(job, run, token, delivery)
+        except asyncio.CancelledError:
+            await self._release(run, token, delivery)
+            raise
         if ok:
             await self._succeed(run, token, delivery, output)
         elif run.attempt < job.retry_policy.max_attempts:
@@ -185,6 +189,16 @@ class Worker:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
+
+    async def _release(self, run: JobRun, token: str, delivery: Delivery) -> None:
+        """Shutting down mid-action: hand the run back so another worker starts it now, not
+        after the visibility timeout. If this fails, the timeout still recovers the run."""
+        try:
+            if await self.store.run_release(run.run_id, token, self.clock.now()):
+                await self.queue.nack(delivery, 0)
+        except Exception:
+            log.warning("could not release run %s; it returns after its lease", run.run_id,
+                        exc_info=True)
 
     async def _heartbeat(self, run_id: str, token: str, delivery: Delivery) -> None:
         while True:

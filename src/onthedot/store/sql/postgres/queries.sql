@@ -174,6 +174,14 @@ WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
   AND (status IN ('ENQUEUED', 'RETRYING') OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
 RETURNING *
 
+-- name: run_release
+-- A worker shutting down hands the run back undone: the interrupted attempt does not count.
+UPDATE job_runs
+SET status = 'ENQUEUED', attempt = attempt - 1, lease_token = NULL, lease_expires_at = NULL,
+    enqueued_at = %(now)s
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+  AND status = 'RUNNING' AND lease_token = %(token)s
+
 -- name: run_extend_lease
 UPDATE job_runs SET lease_expires_at = %(lease_expires_at)s
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s

@@ -110,6 +110,13 @@ WHERE run_id = :run_id
   AND (status IN ('ENQUEUED', 'RETRYING') OR (status = 'RUNNING' AND lease_expires_at <= :now))
 RETURNING *
 
+-- name: run_release
+-- A worker shutting down hands the run back undone: the interrupted attempt does not count.
+UPDATE job_runs
+SET status = 'ENQUEUED', attempt = attempt - 1, lease_token = NULL, lease_expires_at = NULL,
+    enqueued_at = :now
+WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
+
 -- name: run_extend_lease
 UPDATE job_runs SET lease_expires_at = :lease_expires_at
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token

@@ -114,6 +114,9 @@ def _settings(**flags: Any) -> Settings:
     settings = load_settings(**flags)
     logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if settings.log_level.upper() != "DEBUG":
+        # httpx logs every webhook call at INFO: one line per run drowns everything else.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     return settings
 
 

@@ -31,10 +31,11 @@ from onthedot.store.base import (
     Store,
 )
 from onthedot.store.postgres import PostgresStore
+from tests.support.waiting import async_wait_until as wait_until
+from tests.support.waiting import wait_for_count
 
 from .conftest import PG_DSN, StoreEnv
 from .factories import make_job, make_run, new_token
-from .waiting import wait_for_count, wait_until
 
 LEASE_SECONDS = 30.0
 GRACE_SECONDS = 60.0
@@ -955,7 +956,7 @@ async def terminate_sessions(store: PostgresStore) -> int:
             left = await cur.fetchone()
             return left is not None and left[0] == 0
 
-        await wait_until(gone, what="the terminated sessions to end")
+        await wait_until(gone, within=30, what="the terminated sessions to end")
         return count
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import secrets
 import tempfile
 import threading
@@ -141,19 +140,13 @@ NATS_URL = "nats://127.0.0.1:4222"
 
 
 async def _drop_postgres_and_nats(schema: str, prefix: str) -> None:
-    import nats
     import psycopg
+
+    from onthedot.queue.nats import delete_streams
 
     async with await psycopg.AsyncConnection.connect(PG_URL, autocommit=True) as conn:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # our own generated name
-    nc = await nats.connect(NATS_URL)
-    try:
-        js = nc.jetstream()
-        for stream in (f"{prefix.upper()}_RUNS", f"{prefix.upper()}_DLQ"):
-            with contextlib.suppress(Exception):
-                await js.delete_stream(stream)
-    finally:
-        await nc.close()
+    await delete_streams(NATS_URL, prefix)
 
 
 def configs(names: list[str], folder: Path) -> list[tuple[str, Settings, str | None]]:

@@ -11,7 +11,6 @@ The fixtures live here rather than in conftest.py: this module owns them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import secrets
 import shutil
@@ -23,13 +22,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import nats
-import nats.js.errors
 import pytest
 
 from onthedot.domain.errors import BackendError, ConfigError
 from onthedot.queue.base import Delivery, Queue
-from onthedot.queue.nats import NatsQueue
+from onthedot.queue.nats import NatsQueue, delete_streams
 from onthedot.queue.table import TableQueue
 
 NATS_URL = "nats://127.0.0.1:4222"
@@ -62,17 +59,6 @@ def assert_no_stray_tasks() -> None:
     assert not stray, f"tasks left running after the queues closed: {stray}"
 
 
-async def delete_streams(prefix: str) -> None:
-    nc = await nats.connect(NATS_URL)
-    try:
-        js = nc.jetstream()
-        for suffix in ("RUNS", "DLQ"):
-            with contextlib.suppress(nats.js.errors.NotFoundError):
-                await js.delete_stream(f"{prefix.upper()}_{suffix}")
-    finally:
-        await nc.close()
-
-
 @pytest.fixture(params=["table", pytest.param("nats", marks=pytest.mark.nats)])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
     """Opens queue objects that share one backend, as separate processes would."""
@@ -99,7 +85,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         for queue in opened:
             await queue.close()
         if kind == "nats":
-            await delete_streams(prefix)
+            await delete_streams(NATS_URL, prefix)
 
 
 @pytest.fixture
@@ -337,7 +323,7 @@ async def test_nats_visibility_timeout_is_fixed_per_consumer() -> None:
         assert caught.value.field == "visibility_timeout"
     finally:
         await queue.close()
-        await delete_streams(prefix)
+        await delete_streams(NATS_URL, prefix)
 
 
 @pytest.mark.nats
@@ -358,7 +344,7 @@ async def test_nats_open_is_safe_from_many_processes_at_once() -> None:
     finally:
         for q in queues:
             await q.close()
-        await delete_streams(prefix)
+        await delete_streams(NATS_URL, prefix)
 
 
 @pytest.mark.nats

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from onthedot.queue.nats import delete_streams
 from tests.support.cluster import (
     SHARED_NATS_URL,
     SHARED_PG_DSN,
@@ -16,7 +17,6 @@ from tests.support.cluster import (
     Fleet,
     NatsCluster,
     PgCluster,
-    delete_streams,
     drop_schema,
     nats_binary,
     new_prefix,

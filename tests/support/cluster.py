@@ -355,21 +355,6 @@ class NatsCluster:
         return path.read_text(errors="replace") if path.exists() else ""
 
 
-async def delete_streams(url: str, prefix: str) -> None:
-    """Remove the run and dead-letter streams of one deployment prefix."""
-    import nats
-    import nats.js.errors
-
-    nc = await nats.connect(url.split(","), connect_timeout=2, max_reconnect_attempts=2)
-    try:
-        js = nc.jetstream()
-        for suffix in ("RUNS", "DLQ"):
-            with contextlib.suppress(nats.js.errors.NotFoundError):
-                await js.delete_stream(f"{prefix.upper()}_{suffix}")
-    finally:
-        await nc.close()
-
-
 def new_prefix() -> str:
     return f"f{secrets.token_hex(5)}"
 

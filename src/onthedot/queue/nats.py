@@ -130,6 +130,31 @@ def subject_token(message_id: str) -> str:
     return "".join(out) or "_"
 
 
+def stream_names(prefix: str) -> tuple[str, str]:
+    """The run stream and the dead-letter stream of one deployment prefix."""
+    return f"{prefix.upper()}_RUNS", f"{prefix.upper()}_DLQ"
+
+
+def server_list(url: str) -> list[str]:
+    """``nats://a:4222,nats://b:4222``: every node of a cluster, so the first connection does
+    not depend on one node being up."""
+    return [u.strip() for u in url.split(",") if u.strip()]
+
+
+async def delete_streams(url: str, prefix: str) -> None:
+    """Remove a deployment's streams and everything in them (tests, benchmarks, teardown)."""
+    nc = Client()
+    await nc.connect(servers=server_list(url), connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                     max_reconnect_attempts=2)
+    try:
+        js = nc.jetstream()
+        for stream in stream_names(prefix):
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await js.delete_stream(stream)
+    finally:
+        await nc.close()
+
+
 class NatsQueue:
     def __init__(self, url: str = "nats://127.0.0.1:4222", *, prefix: str = "onthedot",
                  visibility_timeout: float = 30.0, max_deliver: int = -1, replicas: int = 1,
@@ -145,18 +170,15 @@ class NatsQueue:
         if replicas < 1 or replicas > 5:
             raise ConfigError("bad replica count", field="replicas", expected="1 to 5")
         self.url = url
-        # "nats://a:4222,nats://b:4222": every node of a cluster, so the first
-        # connection does not depend on one node being up.
-        self.servers = [u.strip() for u in url.split(",") if u.strip()]
+        self.servers = server_list(url)
         self.visibility_timeout = visibility_timeout
         self.max_deliver = max_deliver
         self.replicas = replicas
         self.duplicate_window_seconds = duplicate_window_seconds
         self.max_ack_pending = max_ack_pending
         self.open_timeout = open_timeout
-        self.runs_stream = f"{prefix.upper()}_RUNS"
+        self.runs_stream, self.dlq_stream = stream_names(prefix)
         self.runs_subject = f"{prefix}.runs"
-        self.dlq_stream = f"{prefix.upper()}_DLQ"
         self.dlq_subjects = f"{prefix}.dlq.>"
         self._dlq_prefix = f"{prefix}.dlq."
         self._next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{self.runs_stream}.{CONSUMER}"

@@ -18,7 +18,7 @@ from onthedot.actions import ActionRegistry
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
 from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
-from onthedot.domain.ids import new_ulid, run_id_for, shard_of, time_bucket_of
+from onthedot.domain.ids import new_ulid
 from onthedot.domain.models import (
     Job,
     JobParams,
@@ -31,7 +31,7 @@ from onthedot.domain.models import (
 )
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue
-from onthedot.schedule import Schedule, compile_schedule
+from onthedot.schedule import Schedule, compile_schedule, job_schedule
 from onthedot.store.base import JobListQuery, JobSave, Store
 
 T = TypeVar("T")
@@ -272,9 +272,6 @@ class JobService:
         return redriven
 
     # --- helpers -------------------------------------------------------------------------
-    def compile(self, job: Job) -> Schedule:
-        return self._compile(job.params, anchor=job.created_at, now=None)
-
     def _compile(self, params: JobParams, *, anchor: datetime,
                  now: datetime | None) -> Schedule:
         return compile_schedule(params, anchor=anchor, now=now,
@@ -299,12 +296,12 @@ class JobService:
         """Recurring: the next occurrence after now (missed ones are not made up). One-time and
         immediate: the original time again, so the misfire policy decides about lateness."""
         if job.params.type == "recurring":
-            return self.compile(job).next_after(now)
+            return job_schedule(job).next_after(now)
         runs = await self.store.runs_list(job.job_id, 50, None)
         scheduled = [r for r in runs if r.kind == "scheduled"]
         if job.params.type == "one-time":
             # The configured time, which a PATCH while paused may have changed.
-            at = self.compile(job).next_after(datetime.min.replace(tzinfo=now.tzinfo))
+            at = job_schedule(job).next_after(datetime.min.replace(tzinfo=now.tzinfo))
         else:
             at = scheduled[-1].scheduled_at if scheduled else now
         done = any(r.scheduled_at == at and r.status in (RunStatus.SUCCEEDED, RunStatus.SKIPPED)
@@ -312,9 +309,7 @@ class JobService:
         return None if done else at
 
     def _new_run(self, job_id: str, at: datetime, kind: RunKind) -> JobRun:
-        return JobRun(run_id=run_id_for(job_id, at), job_id=job_id, scheduled_at=at,
-                      time_bucket=time_bucket_of(at), shard=shard_of(job_id, self.settings.shards),
-                      status=RunStatus.PENDING, kind=kind)
+        return JobRun.pending(job_id, at, self.settings.shards, kind)
 
     def _due_soon(self, at: datetime) -> None:
         if at <= self.clock.now() + timedelta(seconds=DUE_SOON_SECONDS):

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from onthedot.domain.ids import run_id_for, shard_of, time_bucket_of
+
 
 class RunStatus(enum.StrEnum):
     PENDING = "PENDING"
@@ -129,6 +131,15 @@ class JobRun:
     output: Any = None
     error: str | None = None
     dead_lettered: bool = False
+
+    @classmethod
+    def pending(cls, job_id: str, at: datetime, shards: int,
+                kind: RunKind = "scheduled") -> JobRun:
+        """A new occurrence: its id, bucket and shard all follow from (job, instant), so
+        every process that schedules the same occurrence builds the same row."""
+        return cls(run_id=run_id_for(job_id, at), job_id=job_id, scheduled_at=at,
+                   time_bucket=time_bucket_of(at), shard=shard_of(job_id, shards),
+                   status=RunStatus.PENDING, kind=kind)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ Errors are :class:`onthedot.domain.errors.ScheduleError` with codes ``missing_fi
 """
 
 from onthedot.schedule.base import Schedule
-from onthedot.schedule.compiler import compile_schedule
+from onthedot.schedule.compiler import compile_schedule, job_schedule
 from onthedot.schedule.local import resolve_local
 
-__all__ = ["Schedule", "compile_schedule", "resolve_local"]
+__all__ = ["Schedule", "compile_schedule", "job_schedule", "resolve_local"]

@@ -8,7 +8,7 @@ from itertools import islice, pairwise
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.errors import ScheduleError
-from onthedot.domain.models import JobParams
+from onthedot.domain.models import Job, JobParams
 from onthedot.schedule.base import NoOccurrences, Schedule, WallClockSchedule
 from onthedot.schedule.cron import CRON_EXPECTED, CronSchedule, looks_like_cron
 from onthedot.schedule.ical import SCHEDULE_FIELD, looks_like_calendar
@@ -179,3 +179,9 @@ def _check_against_now(
             field=SCHEDULE_FIELD,
             expected="a schedule that still fires in the future (check COUNT, UNTIL and EXDATE)",
         )
+
+
+def job_schedule(job: Job) -> Schedule:
+    """The schedule of a stored job. Its limits (minimum interval, a future occurrence) were
+    checked when it was created or changed; they are not checked again for every occurrence."""
+    return compile_schedule(job.params, anchor=job.created_at, min_interval_seconds=0)

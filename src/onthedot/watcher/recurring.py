@@ -19,9 +19,8 @@ from datetime import datetime
 
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
-from onthedot.domain.ids import run_id_for, shard_of, time_bucket_of
 from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
-from onthedot.schedule import compile_schedule
+from onthedot.schedule import job_schedule
 from onthedot.store.base import EventApply, Store
 
 log = logging.getLogger("onthedot.recurring")
@@ -76,15 +75,8 @@ class RecurringWatcher:
         return replace(keep, job_status=status, set_next_run_at=True)
 
     def next_run(self, job: Job, after: datetime) -> JobRun | None:
-        schedule = compile_schedule(job.params, anchor=job.created_at,
-                                    min_interval_seconds=0)  # validated at creation already
-        at = schedule.next_after(after)
-        if at is None:
-            return None
-        return JobRun(run_id=run_id_for(job.job_id, at), job_id=job.job_id, scheduled_at=at,
-                      time_bucket=time_bucket_of(at), shard=shard_of(job.job_id,
-                                                                     self.settings.shards),
-                      status=RunStatus.PENDING)
+        at = job_schedule(job).next_after(after)
+        return None if at is None else JobRun.pending(job.job_id, at, self.settings.shards)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

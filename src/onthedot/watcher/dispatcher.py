@@ -26,6 +26,7 @@ log = logging.getLogger("onthedot.watcher")
 
 MAINTAIN_EVERY_SECONDS = 3600.0  # partitions are daily; hourly keeps a day's margin
 CLAIM_BATCH = 1000  # runs claimed per shard per query; a full batch means "look again at once"
+STALE_CHECK_FRACTION = 0.25  # of republish_after, between two looks for lost publishes
 WHOLE_SECOND_MARGIN_SECONDS = 0.002  # wake this long after a whole second (clock granularity)
 MEMBER_GROUP = "watcher"
 
@@ -41,6 +42,7 @@ class Dispatcher:
         self.member_id = member_id
         self.owned: list[int] = []
         self._wake = asyncio.Event()
+        self._stale_checked: dict[int, datetime] = {}  # shard -> last look for lost publishes
         self._next_wake: datetime | None = None  # earliest known due instant before next tick
 
     def wake(self, due_at: datetime | None = None) -> None:
@@ -71,8 +73,10 @@ class Dispatcher:
         claimed = await self.store.runs_claim_due(DueClaim(
             shard=shard, now=now, limit=CLAIM_BATCH,
             misfire_grace_seconds=self.settings.misfire_grace))
-        stale = await self.store.runs_stale_enqueued(
-            shard, now - timedelta(seconds=self.settings.republish_after), now, CLAIM_BATCH)
+        stale = []
+        if self._stale_check_due(shard, now):
+            stale = await self.store.runs_stale_enqueued(
+                shard, now - timedelta(seconds=self.settings.republish_after), now, CLAIM_BATCH)
         runs = claimed.enqueued + stale
         if runs:
             await self.queue.send_many([(r.run_id, run_message(r)) for r in runs])
@@ -83,6 +87,16 @@ class Dispatcher:
             log.warning("republished %d runs of shard %d that waited over %gs", len(stale), shard,
                         self.settings.republish_after)
         return len(runs)
+
+    def _stale_check_due(self, shard: int, now: datetime) -> bool:
+        """Lost publishes are looked for a few times per ``republish_after``, not every tick:
+        on SQLite each look is a write transaction, 32 of them a second for nothing."""
+        last = self._stale_checked.get(shard)
+        every = timedelta(seconds=self.settings.republish_after * STALE_CHECK_FRACTION)
+        if last is not None and now - last < every:
+            return False
+        self._stale_checked[shard] = now
+        return True
 
     async def run(self, stop: asyncio.Event) -> None:
         lease_refresh_every = self.settings.shard_lease_seconds / 3

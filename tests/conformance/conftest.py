@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -47,6 +48,21 @@ class StoreEnv:
             store = PostgresStore(PG_DSN, schema=self.pg_schema, pool_max=4)
         self.stores.append(store)
         return store
+
+    async def sql(self, statement: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """Run raw SQL on the backend's database, as an operator (or a bug) would, bypassing
+        the store; ``:name`` placeholders on SQLite, ``%(name)s`` on PostgreSQL."""
+        if self.kind == "sqlite":
+            conn = sqlite3.connect(self.sqlite_path, isolation_level=None)
+            try:
+                return conn.execute(statement, params or {}).fetchall()
+            finally:
+                conn.close()
+        async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as pg:
+            await pg.execute("SELECT set_config('search_path', quote_ident(%s), false)",
+                             (self.pg_schema,))
+            cur = await pg.execute(statement.encode(), params or {})  # type: ignore[arg-type]
+            return await cur.fetchall() if cur.description else []
 
     async def close_all(self) -> None:
         for store in reversed(self.stores):

@@ -16,6 +16,7 @@ from onthedot.domain.ids import run_id_for, shard_of, time_bucket_of, ulid_floor
 from onthedot.domain.models import Job, JobParams, JobRun, JobStatus, RetryPolicy, RunStatus
 
 LEASE = timedelta(seconds=30)
+RETRY_DELAY = timedelta(seconds=10)
 
 
 def make_job(**overrides: Any) -> Job:
@@ -65,6 +66,7 @@ def make_run(job: Job, status: RunStatus = RunStatus.RUNNING, *,
         fields["lease_expires_at"] = now + LEASE
     elif status is RunStatus.RETRYING:
         fields["error"] = "HTTP 503 from hooks.example.test"
+        fields["retry_at"] = now + RETRY_DELAY
     elif status is RunStatus.SUCCEEDED:
         fields["finished_at"] = now
         fields["output"] = {"status": 200, "summary": "台股收高"}

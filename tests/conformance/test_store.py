@@ -20,6 +20,7 @@ from onthedot.domain.errors import BackendError
 from onthedot.domain.ids import run_id_for, shard_of, time_bucket_of
 from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
 from onthedot.store.base import (
+    ApplyResult,
     DueClaim,
     DueClaimed,
     EventApply,
@@ -174,9 +175,10 @@ async def test_job_save_cancels_open_runs_and_revives_a_cancelled_run(store: Sto
                           kind="manual")
 
     paused = replace(job, status=JobStatus.PAUSED, updated_at=now, next_run_at=None)
-    await store.job_save(JobSave(job=paused, cancel_open_runs=True))
+    saved = await store.job_save(JobSave(job=paused, cancel_open_runs=True))
 
-    assert await store.job_get(job.user_id, job.job_id) == paused
+    assert saved == replace(paused, version=job.version + 1)
+    assert await store.job_get(job.user_id, job.job_id) == saved
     for status in (RunStatus.PENDING, RunStatus.ENQUEUED, RunStatus.RETRYING):
         cancelled = await store.run_get(runs[status].run_id)
         assert cancelled is not None
@@ -187,9 +189,10 @@ async def test_job_save_cancels_open_runs_and_revives_a_cancelled_run(store: Sto
     assert await store.run_get(manual.run_id) == manual  # a manual run is not "the schedule"
 
     # Resume before the occurrence: the same run id comes back, as PENDING.
-    resumed = replace(paused, status=JobStatus.SCHEDULED, updated_at=now + timedelta(seconds=1))
+    resumed = replace(saved, status=JobStatus.SCHEDULED, updated_at=now + timedelta(seconds=1))
     again = make_run(job, RunStatus.PENDING, scheduled_at=runs[RunStatus.PENDING].scheduled_at)
-    await store.job_save(JobSave(job=resumed, insert_run=again))
+    resumed = await store.job_save(JobSave(job=resumed, insert_run=again))
+    assert resumed is not None
     revived = await store.run_get(again.run_id)
     assert revived is not None
     assert revived.status is RunStatus.PENDING
@@ -197,14 +200,33 @@ async def test_job_save_cancels_open_runs_and_revives_a_cancelled_run(store: Sto
 
     # A run id never seen before is inserted.
     later = make_run(job, RunStatus.PENDING, scheduled_at=now + timedelta(days=1))
-    await store.job_save(JobSave(job=resumed, insert_run=later))
+    resumed = await store.job_save(JobSave(job=resumed, insert_run=later))
+    assert resumed is not None
     assert await store.run_get(later.run_id) == later
 
     # Reviving touches only CANCELLED runs: a finished run keeps its result.
     done = runs[RunStatus.SUCCEEDED]
-    await store.job_save(JobSave(job=resumed, insert_run=replace(done, status=RunStatus.PENDING,
-                                                                 finished_at=None)))
+    assert await store.job_save(JobSave(job=resumed, insert_run=replace(
+        done, status=RunStatus.PENDING, finished_at=None))) is not None
     assert await store.run_get(done.run_id) == done
+
+
+async def test_job_save_is_a_compare_and_set_on_the_version(store: Store) -> None:
+    now = half_past()
+    job = await with_job(store, now=now - timedelta(days=1))
+    pending = await run_in(store, job, RunStatus.PENDING, scheduled_at=now + timedelta(hours=1))
+    first = await store.job_save(JobSave(job=replace(job, name="renamed", updated_at=now)))
+    assert first is not None
+    assert first.version == job.version + 1
+
+    # A change planned from the version before that one loses: nothing of it is written.
+    stale = replace(job, status=JobStatus.PAUSED, next_run_at=None, updated_at=now)
+    assert await store.job_save(JobSave(job=stale, cancel_open_runs=True)) is None
+    assert await store.job_get_any(job.job_id) == first
+    assert await store.run_get(pending.run_id) == pending  # not cancelled
+    # A job of another user, or one that does not exist, is not written either.
+    assert await store.job_save(JobSave(job=replace(first, user_id="mallory"))) is None
+    assert await store.job_save(JobSave(job=replace(first, job_id="nope"))) is None
 
 
 # --- runs ----------------------------------------------------------------------------------
@@ -232,6 +254,25 @@ async def test_runs_list_newest_first_and_counts(store: Store) -> None:
     assert await store.runs_list(job.job_id, 2, None) == runs[:2]
     assert await store.runs_list(job.job_id, 2, runs[1].scheduled_at) == runs[2:]
     assert await store.runs_count_by_status() == {RunStatus.SUCCEEDED: 3, RunStatus.PENDING: 1}
+
+
+async def test_runs_count_capped_counts_open_and_dead_runs_up_to_the_cap(store: Store) -> None:
+    now = half_past()
+    job = await with_job(store)
+    for i in range(5):
+        await run_in(store, job, RunStatus.PENDING, scheduled_at=now + timedelta(minutes=i))
+    await run_in(store, job, RunStatus.RUNNING, scheduled_at=now - timedelta(minutes=1))
+    for i in range(3):
+        await run_in(store, job, RunStatus.FAILED, dead_lettered=True,
+                     scheduled_at=now - timedelta(hours=i + 1))
+    await run_in(store, job, RunStatus.SUCCEEDED, scheduled_at=now - timedelta(days=1))
+
+    counts = await store.runs_count_capped(4)
+
+    assert counts.open == {RunStatus.PENDING: 4, RunStatus.ENQUEUED: 0, RunStatus.RUNNING: 1,
+                           RunStatus.RETRYING: 0}
+    assert counts.dead_lettered == 3
+    assert (await store.runs_count_capped(100)).open[RunStatus.PENDING] == 5
 
 
 async def test_claim_due_enqueues_due_pending_runs_of_the_shard_only(store: Store) -> None:
@@ -309,11 +350,10 @@ async def test_misfire_skip_versus_run_late(store: Store) -> None:
     ]
 
 
-async def test_run_claim_takes_enqueued_and_retrying_runs(store: Store) -> None:
+async def test_run_claim_takes_enqueued_runs(store: Store) -> None:
     now = half_past()
     job = await with_job(store)
     enqueued = await run_in(store, job, RunStatus.ENQUEUED, scheduled_at=now - timedelta(1))
-    retrying = await run_in(store, job, RunStatus.RETRYING, scheduled_at=now - timedelta(2))
     token = new_token()
 
     got = await store.run_claim(RunClaim(enqueued.run_id, token, now, LEASE_SECONDS))
@@ -326,13 +366,9 @@ async def test_run_claim_takes_enqueued_and_retrying_runs(store: Store) -> None:
     # A second worker with the message gets nothing while the lease holds.
     assert await store.run_claim(RunClaim(enqueued.run_id, new_token(), now, 30)) is None
 
-    again = await store.run_claim(RunClaim(retrying.run_id, token, now, LEASE_SECONDS))
-    assert again is not None
-    assert (again.status, again.attempt, again.error) == (RunStatus.RUNNING, 2, None)
 
-
-@pytest.mark.parametrize("status", [RunStatus.PENDING, RunStatus.SUCCEEDED, RunStatus.FAILED,
-                                    RunStatus.SKIPPED, RunStatus.CANCELLED])
+@pytest.mark.parametrize("status", [RunStatus.PENDING, RunStatus.RETRYING, RunStatus.SUCCEEDED,
+                                    RunStatus.FAILED, RunStatus.SKIPPED, RunStatus.CANCELLED])
 async def test_run_claim_refuses_other_statuses(store: Store, status: RunStatus) -> None:
     now = half_past()
     run = await run_in(store, await with_job(store), status, scheduled_at=now - timedelta(1))
@@ -368,7 +404,7 @@ async def test_a_stale_token_changes_nothing(store: Store) -> None:
     stale = old.lease_token
 
     assert not await store.run_extend_lease(old.run_id, stale, now + timedelta(hours=1))
-    assert not await store.run_retry(RunRetry(old.run_id, stale, "late", now))
+    assert not await store.run_retry(RunRetry(old.run_id, stale, "late", now, now))
     assert await store.run_finish(RunFinish(old.run_id, stale, RunStatus.SUCCEEDED, now,
                                             output={"zombie": True})) is None
     assert await store.run_get(old.run_id) == new
@@ -400,19 +436,30 @@ async def test_run_release_hands_the_run_back_uncounted(store: Store) -> None:
     assert again.attempt == run.attempt
 
 
-async def test_run_retry_keeps_the_error_and_the_run_can_be_claimed_again(store: Store) -> None:
+async def test_run_retry_waits_in_the_store_until_its_retry_time(store: Store) -> None:
     now = half_past()
     run = await run_in(store, await with_job(store), RunStatus.RUNNING, now=now)
     assert run.lease_token is not None
+    retry_at = now + timedelta(seconds=20)
 
-    assert await store.run_retry(RunRetry(run.run_id, run.lease_token, "HTTP 503", now))
+    assert await store.run_retry(RunRetry(run.run_id, run.lease_token, "HTTP 503", now,
+                                          retry_at))
     retrying = await store.run_get(run.run_id)
     assert retrying is not None
-    assert (retrying.status, retrying.error, retrying.lease_expires_at) == (
-        RunStatus.RETRYING, "HTTP 503", None)
-    assert not await store.run_retry(RunRetry(run.run_id, run.lease_token, "again", now))
+    assert (retrying.status, retrying.error, retrying.lease_expires_at, retrying.retry_at) == (
+        RunStatus.RETRYING, "HTTP 503", None, retry_at)
+    assert not await store.run_retry(RunRetry(run.run_id, run.lease_token, "again", now, now))
+    # Not claimable from a stray message, and not handed back before its time.
+    assert await store.run_claim(RunClaim(run.run_id, new_token(), retry_at, 30)) is None
+    early = retry_at - timedelta(microseconds=1)
+    assert await store.runs_retry_due(early, 10) == []
 
-    second = await store.run_claim(RunClaim(run.run_id, new_token(), now, LEASE_SECONDS))
+    due = await store.runs_retry_due(retry_at, 10)
+
+    assert [(r.run_id, r.status, r.enqueued_at, r.retry_at, r.error) for r in due] == [
+        (run.run_id, RunStatus.ENQUEUED, retry_at, None, "HTTP 503")]
+    assert await store.runs_retry_due(retry_at, 10) == []  # handed back once
+    second = await store.run_claim(RunClaim(run.run_id, new_token(), retry_at, LEASE_SECONDS))
     assert second is not None
     assert (second.status, second.attempt, second.error) == (RunStatus.RUNNING, 2, None)
 
@@ -471,24 +518,6 @@ async def test_dead_letter_listing_and_redrive(store: Store) -> None:
     assert await store.run_claim(RunClaim(dead[0].run_id, new_token(), now, 30)) is not None
 
 
-async def test_runs_stale_enqueued_are_touched_and_returned(store: Store) -> None:
-    now = half_past()
-    job = await with_job(store)
-    stale = await run_in(store, job, RunStatus.ENQUEUED, scheduled_at=now - timedelta(hours=1),
-                         now=now - timedelta(minutes=10))
-    fresh = await run_in(store, job, RunStatus.ENQUEUED, scheduled_at=now - timedelta(minutes=1),
-                         now=now - timedelta(seconds=10))
-    cutoff = now - timedelta(minutes=5)
-
-    got = await store.runs_stale_enqueued(stale.shard, cutoff, now, 10)
-
-    assert got == [replace(stale, enqueued_at=now)]
-    assert await store.run_get(stale.run_id) == got[0]
-    assert await store.run_get(fresh.run_id) == fresh
-    assert await store.runs_stale_enqueued(stale.shard, cutoff, now, 10) == []
-    assert await store.runs_stale_enqueued(stale.shard + 1, now + timedelta(1), now, 10) == []
-
-
 # --- concurrency ---------------------------------------------------------------------------
 
 
@@ -540,14 +569,15 @@ async def test_concurrent_event_apply_has_its_effect_once(store_env: StoreEnv,
     job = await with_job(store)
     event = await finished_event(store, job, now)
     nxt = make_run(job, RunStatus.PENDING, scheduled_at=now + timedelta(days=1))
-    apply = EventApply(consumer="recurring", previous_event_id=0, event=event, insert_run=nxt,
-                       job_status=None, next_run_at=nxt.scheduled_at, set_next_run_at=True)
+    apply = EventApply(consumer="recurring", previous_event_id=0, event=event,
+                       job_version=job.version, insert_run=nxt, job_status=None,
+                       next_run_at=nxt.scheduled_at, set_next_run_at=True)
     others: list[Store] = [store_env.open() for _ in range(3)]
 
     results = await asyncio.gather(store.event_apply(apply),
                                    *(o.event_apply(apply) for o in others))
 
-    assert sorted(results) == [False, False, False, True]
+    assert sorted(r.value for r in results) == ["applied", *["cursor_moved"] * 3]
     assert await store.cursor_get("recurring") == event.event_id
 
 
@@ -668,12 +698,14 @@ async def test_event_apply_advances_the_cursor_once(store: Store) -> None:
     second = await finished_event(store, job, now)
     await visible_events(store, 0, 2)
     nxt = make_run(job, RunStatus.PENDING, scheduled_at=now + timedelta(days=1))
-    apply = EventApply(consumer="recurring", previous_event_id=0, event=first, insert_run=nxt,
-                       job_status=None, next_run_at=nxt.scheduled_at, set_next_run_at=True)
+    apply = EventApply(consumer="recurring", previous_event_id=0, event=first,
+                       job_version=job.version, insert_run=nxt, job_status=None,
+                       next_run_at=nxt.scheduled_at, set_next_run_at=True)
     assert await store.cursor_get("recurring") == 0
 
-    assert await store.event_apply(apply)
-    assert not await store.event_apply(apply)  # applied twice: the second is a no-op
+    assert await store.event_apply(apply) is ApplyResult.APPLIED
+    # Applied twice: the second is a no-op.
+    assert await store.event_apply(apply) is ApplyResult.CURSOR_MOVED
 
     assert await store.cursor_get("recurring") == first.event_id
     assert await store.runs_list(job.job_id, 10, None) == [
@@ -684,14 +716,15 @@ async def test_event_apply_advances_the_cursor_once(store: Store) -> None:
     assert (projected.next_run_at, projected.last_run_id, projected.updated_at) == (
         nxt.scheduled_at, first.run_id, first.emitted_at)
     assert projected.status is JobStatus.SCHEDULED
+    assert projected.version == job.version + 1
 
     # The last occurrence: the job completes and next_run_at is cleared.
     done = EventApply(consumer="recurring", previous_event_id=first.event_id, event=second,
-                      insert_run=None, job_status=JobStatus.COMPLETED, next_run_at=None,
-                      set_next_run_at=True)
+                      job_version=projected.version, insert_run=None,
+                      job_status=JobStatus.COMPLETED, next_run_at=None, set_next_run_at=True)
     stale = replace(done, previous_event_id=0)
-    assert not await store.event_apply(stale)
-    assert await store.event_apply(done)
+    assert await store.event_apply(stale) is ApplyResult.CURSOR_MOVED
+    assert await store.event_apply(done) is ApplyResult.APPLIED
     completed = await store.job_get_any(job.job_id)
     assert completed is not None
     assert (completed.status, completed.next_run_at, completed.last_run_id) == (
@@ -707,10 +740,11 @@ async def test_event_apply_revives_a_cancelled_next_run(store: Store) -> None:
     cancelled = await run_in(store, job, RunStatus.CANCELLED,
                              scheduled_at=now + timedelta(days=1))
     apply = EventApply(consumer="recurring", previous_event_id=0, event=event,
+                       job_version=job.version,
                        insert_run=replace(cancelled, status=RunStatus.PENDING, finished_at=None),
                        job_status=None, next_run_at=None, set_next_run_at=False)
 
-    assert await store.event_apply(apply)
+    assert await store.event_apply(apply) is ApplyResult.APPLIED
 
     revived = await store.run_get(cancelled.run_id)
     assert revived is not None

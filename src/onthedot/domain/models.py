@@ -4,9 +4,12 @@ Run state machine (every arrow is a compare-and-set in the store; RUNNING transi
 check the fencing token of the attempt)::
 
     PENDING --watcher--> ENQUEUED --worker claim--> RUNNING --ok--------> SUCCEEDED
-       |                    ^                        |  |  \\--fail, last--> FAILED (dead-lettered)
-       |                    |                        |  \\--fail--> RETRYING --(delay)--> RUNNING
-       |                    +--- lease expired: another worker claims RUNNING again ---+
+       |                    ^  ^  ^                  |  |  \\--fail, last--> FAILED (dead-lettered)
+       |                    |  |  |                  |  \\--fail--> RETRYING (retry_at stored)
+       |                    |  |  +-- rescuer, at retry_at ---------------------+
+       |                    |  +----- lease expired: another worker claims RUNNING again, or
+       |                    |         the rescuer hands it back when no message is left
+       |                    +-------- rescuer: ENQUEUED with no live message, published again
        +--watcher, late and misfire=skip--> SKIPPED
     PENDING/ENQUEUED/RETRYING --pause/delete/schedule change--> CANCELLED
 
@@ -111,6 +114,7 @@ class Job:
     request_hash: str | None = None
     next_run_at: datetime | None = None
     last_run_id: str | None = None
+    version: int = 0  # bumped by every stored change; changes are compare-and-set on it
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,7 @@ class JobRun:
     output: Any = None
     error: str | None = None
     dead_lettered: bool = False
+    retry_at: datetime | None = None  # RETRYING: when the next attempt is due
 
     @classmethod
     def pending(cls, job_id: str, at: datetime, shards: int,

@@ -2,30 +2,51 @@
 
 Concurrency contract (every backend must honour it; ``tests/conformance`` proves it):
 
+* Every change of a job is a compare-and-set on its ``version``: ``job_save`` writes only when
+  the stored version is still the one the caller read, and the stored row then carries
+  version + 1. A lost race changes nothing and returns None; the caller re-reads and decides
+  again. Cancelling and inserting the job's runs happen in the same transaction, so a paused or
+  deleted job never keeps a PENDING run.
 * Every run transition is a compare-and-set on ``status`` (and, for a RUNNING run, on its
   ``lease_token``). A call whose guard does not hold changes nothing and reports so (``None`` /
   ``False``); it never raises for a lost race.
 * ``runs_claim_due`` may be called concurrently for the same shard by several watchers: a PENDING
-  run is moved to ENQUEUED (or SKIPPED) by exactly one of them.
-* ``run_claim`` hands an attempt to at most one worker at a time: it succeeds for ENQUEUED and
-  RETRYING runs, and for a RUNNING run whose lease has expired (its worker is presumed dead). It
-  bumps ``attempt`` and installs a fresh fencing token; any later write carrying the old token
-  (a zombie worker) changes nothing.
+  run is moved to ENQUEUED (or SKIPPED) by exactly one of them. The shard's watermark only
+  advances by a compare-and-set on the generation the walk read; inserting a run at or behind the
+  watermark lowers it and bumps the generation in the inserting transaction, so no PENDING run is
+  ever left behind it.
+* ``run_claim`` hands an attempt to at most one worker at a time: it succeeds for an ENQUEUED run
+  and for a RUNNING run whose lease has expired (its worker is presumed dead). It bumps
+  ``attempt`` and installs a fresh fencing token; any later write carrying the old token (a
+  zombie worker) changes nothing. A RETRYING run is not claimable: it waits in the store until
+  ``runs_retry_due`` hands it back at its ``retry_at`` (the queue only holds due runs).
 * ``run_finish`` writes the terminal status and appends the RunEvent in ONE transaction.
-* ``event_apply`` inserts the next run (insert-if-absent on the deterministic run id), updates the
-  job's projection and advances the consumer's cursor in ONE transaction, guarded by the cursor's
-  previous position, so an event applied twice or concurrently has its effect once.
+* ``event_apply`` advances the consumer's cursor (guarded by its previous position), updates the
+  job's projection (guarded by the job version the decision was made from) and inserts the next
+  run (only while the job is scheduled at that version and has no other open scheduled run) in
+  ONE transaction; when a guard fails nothing is written.
+* Rescue (``runs_retry_due``, ``runs_rescue_candidates`` + ``run_requeue``,
+  ``watermarks_rewind``) hands each stranded run back exactly once: every step is a
+  compare-and-set on the state the candidate was read in.
 * Shard leases: a shard has at most one owner whose lease has not expired. Membership rows
   (``members_heartbeat``) only say who is alive; ownership is always the lease.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
+
+# The watermark never passes now minus this: a run inserted slightly in the past is still found.
+WATERMARK_MARGIN_SECONDS = 300.0
+# An inserted run older than now minus this might be passed by a watcher's walk that is running
+# at the same moment; its insert bumps the shard's watermark generation (half the margin leaves
+# the other half for transaction time and clock skew between processes).
+WATERMARK_TOUCH_SECONDS = WATERMARK_MARGIN_SECONDS / 2
 
 
 @dataclass(frozen=True)
@@ -46,7 +67,8 @@ class JobListQuery:
 
 @dataclass(frozen=True)
 class JobSave:
-    """Replace a job's row and, atomically, its open runs.
+    """Replace a job's row and, atomically, its open runs: a compare-and-set on ``job.version``
+    (the version the caller read); the stored row gets version + 1.
 
     ``cancel_open_runs``: PENDING/ENQUEUED/RETRYING runs of scheduled kind become CANCELLED;
     with ``cancel_manual_runs`` also the extra runs asked for with "run now" (on delete).
@@ -68,7 +90,7 @@ class DueClaim:
     misfire_grace_seconds: float
     # Runs whose scheduled_at is earlier than this instant are never looked at again once the
     # shard's watermark has passed their bucket; the watermark never passes this instant.
-    watermark_margin_seconds: float = 300.0
+    watermark_margin_seconds: float = WATERMARK_MARGIN_SECONDS
 
 
 @dataclass(frozen=True)
@@ -102,6 +124,7 @@ class RunRetry:
     token: str
     error: str
     now: datetime
+    retry_at: datetime  # when the rescuer hands the run back for its next attempt
 
 
 @dataclass(frozen=True)
@@ -109,10 +132,44 @@ class EventApply:
     consumer: str
     previous_event_id: int  # the cursor position this decision was made from
     event: RunEvent
+    job_version: int | None  # the job version this decision was made from; None: no job
     insert_run: JobRun | None
     job_status: JobStatus | None  # new stored status, or None to leave it
     next_run_at: datetime | None
     set_next_run_at: bool  # distinguish "clear next_run_at" from "leave it"
+
+
+class ApplyResult(enum.Enum):
+    APPLIED = "applied"
+    CURSOR_MOVED = "cursor_moved"  # another consumer applied this event: start over from there
+    JOB_CHANGED = "job_changed"  # the job changed since the decision: decide again
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """Counts for a metrics scrape, each read through a partial index and capped."""
+
+    open: dict[RunStatus, int]  # PENDING, ENQUEUED, RUNNING, RETRYING
+    dead_lettered: int
+
+
+@dataclass(frozen=True)
+class Prune:
+    """Delete history older than ``before``, at most ``limit`` rows of each kind per call."""
+
+    before: datetime
+    limit: int = 1000
+
+
+@dataclass(frozen=True)
+class Pruned:
+    runs: int = 0
+    events: int = 0
+    jobs: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.runs + self.events + self.jobs
 
 
 class Store(Protocol):
@@ -154,11 +211,19 @@ class Store(Protocol):
         """Newest first (job_id descending)."""
         ...
 
-    async def job_save(self, save: JobSave) -> None: ...
+    async def job_save(self, save: JobSave) -> Job | None:
+        """The stored job (version + 1), or None when its version moved or it is gone."""
+        ...
+
+    async def deployment_pin(self, name: str, value: str) -> str:
+        """Store ``value`` under ``name`` unless something is stored already; return what is
+        stored. Settings that shape stored data (the shard count) are pinned this way."""
+        ...
 
     # --- runs ----------------------------------------------------------------------------
     async def run_insert(self, run: JobRun) -> bool:
-        """Insert if absent; False when a run with that id exists."""
+        """Insert if absent; False when a run with that id exists. Prefer ``job_save`` with
+        ``insert_run`` when the insert depends on the job's state."""
         ...
 
     async def run_get(self, run_id: str) -> JobRun | None: ...
@@ -174,17 +239,14 @@ class Store(Protocol):
         partitions from its watermark up to now, and advances the watermark past drained buckets."""
         ...
 
-    async def runs_stale_enqueued(self, shard: int, older_than: datetime, now: datetime,
-                                  limit: int) -> list[JobRun]:
-        """ENQUEUED runs published before ``older_than`` (the publish may have been lost):
-        touch their enqueued_at to ``now`` and return them for republishing."""
-        ...
-
     async def shard_watermark(self, shard: int) -> int | None:
         """The earliest time bucket of the shard that may still hold PENDING runs."""
         ...
 
-    async def run_claim(self, claim: RunClaim) -> JobRun | None: ...
+    async def run_claim(self, claim: RunClaim) -> JobRun | None:
+        """ENQUEUED, or RUNNING with an expired lease -> RUNNING with attempt + 1 and the new
+        token."""
+        ...
 
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
         ...
@@ -195,7 +257,8 @@ class Store(Protocol):
         ...
 
     async def run_retry(self, retry: RunRetry) -> bool:
-        """RUNNING (with this token) -> RETRYING, keeping the error of the failed attempt."""
+        """RUNNING (with this token) -> RETRYING until ``retry_at``, keeping the error of the
+        failed attempt."""
         ...
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
@@ -209,15 +272,61 @@ class Store(Protocol):
     async def runs_dead_lettered(self, user_id: str, limit: int,
                                  before_run_id: str | None) -> list[JobRun]: ...
 
-    async def runs_count_by_status(self) -> dict[RunStatus, int]: ...
+    async def runs_count_by_status(self) -> dict[RunStatus, int]:
+        """Every stored run, by status: a full scan, for tests and tools (not for scrapes)."""
+        ...
+
+    async def runs_count_capped(self, cap: int) -> RunCounts:
+        """Open runs by status and dead-lettered runs, each counted up to ``cap`` (cheap enough
+        for every metrics scrape, whatever the history holds)."""
+        ...
+
+    # --- rescue and retention (the rescuer's leader) --------------------------------------
+    async def runs_retry_due(self, now: datetime, limit: int) -> list[JobRun]:
+        """RETRYING runs whose ``retry_at`` has come -> ENQUEUED (enqueued_at = now), returned
+        for publishing. Concurrent callers hand back disjoint sets."""
+        ...
+
+    async def runs_rescue_candidates(self, now: datetime, enqueued_before: datetime,
+                                     limit: int) -> list[JobRun]:
+        """Read-only: RUNNING runs whose lease expired by ``now`` and ENQUEUED runs enqueued
+        before ``enqueued_before``, oldest first. The rescuer keeps those with no live queue
+        message and hands them back with ``run_requeue``."""
+        ...
+
+    async def run_requeue(self, run: JobRun, now: datetime) -> JobRun | None:
+        """Compare-and-set from the state ``run`` was read in: RUNNING with its token and an
+        expired lease -> ENQUEUED (the lost attempt stays counted); ENQUEUED with its
+        enqueued_at -> enqueued_at = now (a new publication). The updated run, or None when the
+        run moved on meanwhile."""
+        ...
+
+    async def watermarks_rewind(self) -> dict[int, int]:
+        """Lower each shard's watermark that has passed a PENDING run to that run's bucket;
+        return {shard: new watermark} for the shards that moved (none, unless a bug or a
+        manual edit left a run behind)."""
+        ...
+
+    async def prune(self, prune: Prune) -> Pruned:
+        """Delete finished runs, run events every consumer has read, and finished jobs (with
+        their runs) whose last change is older than ``prune.before``. Open runs and the jobs
+        that own them are never deleted."""
+        ...
+
+    async def events_lag(self, consumer: str, now: datetime) -> float:
+        """Seconds since the oldest run event the consumer has not applied was emitted (0 when
+        it is caught up); on PostgreSQL it also counts events hidden by a long transaction."""
+        ...
 
     # --- events and the recurring watcher's cursor ---------------------------------------
     async def events_after(self, event_id: int, limit: int) -> list[RunEvent]: ...
 
     async def cursor_get(self, consumer: str) -> int: ...
 
-    async def event_apply(self, apply: EventApply) -> bool:
-        """False (and nothing written) when the cursor has moved since ``previous_event_id``."""
+    async def event_apply(self, apply: EventApply) -> ApplyResult:
+        """APPLIED, or (with nothing written) CURSOR_MOVED when the cursor has moved since
+        ``previous_event_id``, JOB_CHANGED when the job's version is no longer
+        ``job_version``."""
         ...
 
     # --- shard ownership for several watchers ---------------------------------------------

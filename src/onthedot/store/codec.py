@@ -65,6 +65,7 @@ def job_to_params(job: Job) -> dict[str, Any]:
         "last_run_id": job.last_run_id,
         "created_at": ts(job.created_at),
         "updated_at": ts(job.updated_at),
+        "version": job.version,
     }
 
 
@@ -94,6 +95,7 @@ def job_from_row(row: Row) -> Job:
         last_run_id=row["last_run_id"],
         created_at=_need_dt(row["created_at"]),
         updated_at=_need_dt(row["updated_at"]),
+        version=int(row["version"]),
     )
 
 
@@ -115,6 +117,7 @@ def run_to_params(run: JobRun) -> dict[str, Any]:
         "output": dump_output(run.output),
         "error": run.error,
         "dead_lettered": int(run.dead_lettered),
+        "retry_at": ts(run.retry_at),
     }
 
 
@@ -143,6 +146,7 @@ def run_from_row(row: Row) -> JobRun:
         output=output,
         error=row["error"],
         dead_lettered=bool(row["dead_lettered"]),
+        retry_at=_as_dt(row["retry_at"]),
     )
 
 

@@ -33,6 +33,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -42,15 +43,20 @@ from psycopg.rows import DictRow, dict_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool
 
+from onthedot.domain.clock import Clock, SystemClock
 from onthedot.domain.errors import BackendError, ConfigError
 from onthedot.domain.ids import bucket_start, scheduled_at_of, time_bucket_of
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
 from onthedot.store.base import (
+    WATERMARK_TOUCH_SECONDS,
+    ApplyResult,
     DueClaim,
     DueClaimed,
     EventApply,
     JobCreated,
     JobSave,
+    Prune,
+    Pruned,
     RunClaim,
     RunFinish,
     RunRetry,
@@ -92,7 +98,8 @@ class PostgresStore(SharedReads):
 
     def __init__(self, dsn: str, *, schema: str = "public", partition_ahead_days: int = 7,
                  retention_days: int = 30, pool_min: int = 1, pool_max: int = 10,
-                 pool_timeout_seconds: float = POOL_TIMEOUT_SECONDS) -> None:
+                 pool_timeout_seconds: float = POOL_TIMEOUT_SECONDS,
+                 clock: Clock | None = None) -> None:
         if partition_ahead_days < 0:
             raise ConfigError("partition_ahead_days must not be negative",
                               field="partition_ahead_days", expected="an integer >= 0")
@@ -103,6 +110,7 @@ class PostgresStore(SharedReads):
             raise ConfigError("pool sizes must satisfy 1 <= pool_min <= pool_max",
                               field="pool_max", expected="an integer >= pool_min")
         self.dsn = dsn
+        self.clock = clock or SystemClock()
         self.schema = schema
         self.partition_ahead_days = partition_ahead_days
         self.retention_days = retention_days
@@ -144,7 +152,7 @@ class PostgresStore(SharedReads):
                 if version not in done:
                     await conn.execute(text.encode())  # several statements, no parameters
                     await conn.execute(Q["migration_record"], {"version": version})
-        await self.partitions_maintain(datetime.now(UTC))
+        await self.partitions_maintain(self.clock.now())
 
     async def close(self) -> None:
         self._closed = True
@@ -262,10 +270,14 @@ class PostgresStore(SharedReads):
         run = {f"r_{k}": v for k, v in _run_params(first_run).items()} if first_run else {
             f"r_{k}": None for k in ("run_id", "time_bucket", "shard", "scheduled_at", "kind",
                                      "status", "attempt")}
+        now = self.clock.now()
         notify = (first_run is not None and first_run.status is RunStatus.PENDING
-                  and first_run.scheduled_at <= datetime.now(UTC) + NOTIFY_HORIZON)
+                  and first_run.scheduled_at <= now + NOTIFY_HORIZON)
+        behind = (first_run is not None
+                  and first_run.scheduled_at < now - timedelta(seconds=WATERMARK_TOUCH_SECONDS))
         params = {**_job_params(job), **run, "channel": self.channel,
-                  "payload": str(first_run.shard if first_run else 0), "notify": notify}
+                  "payload": str(first_run.shard if first_run else 0), "notify": notify,
+                  "behind": behind}
         row = await self._one(Q["job_create"], params)
         if row is not None and row["created"]:
             return JobCreated(job=job, created=True)
@@ -276,9 +288,12 @@ class PostgresStore(SharedReads):
             raise BackendError("idempotency conflict without a matching job")
         return JobCreated(job=job_from_row(existing), created=False)
 
-    async def job_save(self, save: JobSave) -> None:
+    async def job_save(self, save: JobSave) -> Job | None:
         async with self._tx() as conn:
-            await conn.execute(Q["job_update"], _job_params(save.job))
+            cur = await conn.execute(Q["job_update"], _job_params(save.job))
+            row = await cur.fetchone()
+            if row is None:
+                return None  # the version moved: another change landed first; nothing written
             if save.cancel_open_runs:
                 await conn.execute(Q["runs_cancel_open"], {
                     "job_id": save.job.job_id, "now": save.job.updated_at,
@@ -286,6 +301,15 @@ class PostgresStore(SharedReads):
                 })
             if save.insert_run is not None:
                 await self._insert_or_revive(conn, save.insert_run)
+            return replace(save.job, version=int(row["version"]))
+
+    async def deployment_pin(self, name: str, value: str) -> str:
+        async with self._tx() as conn:
+            await conn.execute(Q["deployment_pin"], {"name": name, "value": value})
+            cur = await conn.execute(Q["deployment_get"], {"name": name})
+            row = await cur.fetchone()
+            assert row is not None  # inserted above or there already
+            return str(row["value"])
 
     # --- runs ----------------------------------------------------------------------------
     async def run_insert(self, run: JobRun) -> bool:
@@ -309,14 +333,6 @@ class PostgresStore(SharedReads):
     async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
         async with self._tx() as conn:
             return await _claim_due(conn, claim)
-
-    async def runs_stale_enqueued(self, shard: int, older_than: datetime, now: datetime,
-                                  limit: int) -> list[JobRun]:
-        rows = await self._all(Q["runs_stale_enqueued"], {
-            "shard": shard, "older_than": older_than, "now": now, "limit": limit,
-        })
-        rows.sort(key=lambda r: (r["published_at"], r["run_id"]))
-        return [run_from_row(r) for r in rows]
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
         at = _scheduled_at(claim.run_id)
@@ -354,7 +370,7 @@ class PostgresStore(SharedReads):
             return False
         return await self._count(Q["run_retry"], {
             "run_id": retry.run_id, "scheduled_at": at, "token": retry.token,
-            "error": retry.error,
+            "error": retry.error, "retry_at": retry.retry_at,
         }) == 1
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
@@ -384,28 +400,93 @@ class PostgresStore(SharedReads):
         row = await self._one(Q["run_redrive"], {"run_id": run_id, "scheduled_at": at, "now": now})
         return None if row is None else run_from_row(row)
 
-    # --- events --------------------------------------------------------------------------
-    async def event_apply(self, apply: EventApply) -> bool:
+    # --- rescue and retention ------------------------------------------------------------
+    async def runs_retry_due(self, now: datetime, limit: int) -> list[JobRun]:
+        rows = await self._all(Q["runs_retry_due"], {"now": now, "limit": limit})
+        return [run_from_row(r) for r in rows]
+
+    async def runs_rescue_candidates(self, now: datetime, enqueued_before: datetime,
+                                     limit: int) -> list[JobRun]:
+        expired = await self._all(Q["runs_lease_expired"], {"now": now, "limit": limit})
+        waiting = await self._all(Q["runs_enqueued_before"],
+                                  {"before": enqueued_before, "limit": limit})
+        return [run_from_row(r) for r in [*expired, *waiting]]
+
+    async def run_requeue(self, run: JobRun, now: datetime) -> JobRun | None:
+        params: dict[str, Any] = {"run_id": run.run_id, "scheduled_at": run.scheduled_at,
+                                  "now": now}
+        if run.status is RunStatus.RUNNING:
+            row = await self._one(Q["run_requeue_running"], {**params, "token": run.lease_token})
+        elif run.status is RunStatus.ENQUEUED:
+            row = await self._one(Q["run_requeue_enqueued"],
+                                  {**params, "enqueued_at": run.enqueued_at})
+        else:
+            return None
+        return None if row is None else run_from_row(row)
+
+    async def watermarks_rewind(self) -> dict[int, int]:
+        rows = await self._all(Q["watermarks_rewind"], {})
+        return {int(r["shard"]): int(r["bucket"]) for r in rows}
+
+    async def prune(self, prune: Prune) -> Pruned:
         async with self._tx() as conn:
-            await conn.execute(Q["cursor_init"], {"consumer": apply.consumer})
-            cur = await conn.execute(Q["cursor_advance"], {
-                "consumer": apply.consumer,
-                "position": apply.event.event_id,
-                "previous": apply.previous_event_id,
-            })
-            if cur.rowcount != 1:
-                return False  # someone else applied it; nothing else is written
-            if apply.insert_run is not None:
-                await self._insert_or_revive(conn, apply.insert_run)
-            await conn.execute(Q["job_apply_event"], {
-                "job_id": apply.event.job_id,
-                "job_status": None if apply.job_status is None else apply.job_status.value,
-                "set_next_run_at": apply.set_next_run_at,
-                "next_run_at": apply.next_run_at,
-                "last_run_id": apply.event.run_id,
-                "updated_at": apply.event.emitted_at,
-            })
-            return True
+            cur = await conn.execute(Q["prune_cursor_floor"])
+            floor = await cur.fetchone()
+            position = 0 if floor is None else int(floor["position"])
+            cur = await conn.execute(Q["oldest_unread_event"], {"position": position})
+            unread = await cur.fetchone()
+            runs_before = (prune.before if unread is None
+                           else min(prune.before, unread["emitted_at"]))
+            params = {"before": prune.before, "limit": prune.limit}
+            events = (await conn.execute(Q["prune_events"],
+                                         {**params, "position": position})).rowcount
+            runs = (await conn.execute(Q["prune_runs"],
+                                       {**params, "before": runs_before})).rowcount
+            jobs = 0
+            for row in await (await conn.execute(Q["prunable_jobs"], params)).fetchall():
+                job = {"job_id": row["job_id"]}
+                runs += (await conn.execute(Q["job_runs_delete"], job)).rowcount
+                jobs += (await conn.execute(Q["job_delete"], {**params, **job})).rowcount
+            return Pruned(runs=runs, events=events, jobs=jobs)
+
+    async def events_lag(self, consumer: str, now: datetime) -> float:
+        position = await self.cursor_get(consumer)
+        row = await self._one(Q["oldest_unread_event"], {"position": position})
+        if row is None:
+            return 0.0
+        emitted: datetime = row["emitted_at"]
+        return max(0.0, (now - emitted).total_seconds())
+
+    # --- events --------------------------------------------------------------------------
+    async def event_apply(self, apply: EventApply) -> ApplyResult:
+        try:
+            async with self._tx() as conn:
+                await conn.execute(Q["cursor_init"], {"consumer": apply.consumer})
+                cur = await conn.execute(Q["cursor_advance"], {
+                    "consumer": apply.consumer,
+                    "position": apply.event.event_id,
+                    "previous": apply.previous_event_id,
+                })
+                if cur.rowcount != 1:
+                    return ApplyResult.CURSOR_MOVED  # nothing else was written
+                if apply.job_version is None:
+                    return ApplyResult.APPLIED  # the job is gone: only the cursor moves
+                # Lock the job row at the version decided from: job changes wait until this
+                # commits, so the open-run check below cannot interleave with them.
+                cur = await conn.execute(Q["job_lock"], {"job_id": apply.event.job_id,
+                                                         "version": apply.job_version})
+                if await cur.fetchone() is None:
+                    raise _JobChanged  # roll back the cursor advance
+                other_open = (apply.insert_run is not None and
+                              await self._other_open(conn, apply.event.job_id, apply.insert_run))
+                await conn.execute(Q["job_apply_event"], {
+                    **_event_job_params(apply), "set_next_run_at": (apply.set_next_run_at
+                                                                    and not other_open)})
+                if apply.insert_run is not None and not other_open:
+                    await self._insert_or_revive(conn, apply.insert_run)
+                return ApplyResult.APPLIED
+        except _JobChanged:
+            return ApplyResult.JOB_CHANGED
 
     # --- shard leases --------------------------------------------------------------------
     async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,
@@ -505,7 +586,7 @@ class PostgresStore(SharedReads):
         cur = await conn.execute(Q["run_insert"], _run_params(run))
         inserted = cur.rowcount == 1
         if inserted and run.status is RunStatus.PENDING:
-            await self._notify_if_due(conn, run)
+            await self._pending_added(conn, run)
         return inserted
 
     async def _insert_or_revive(self, conn: Conn, run: JobRun) -> None:
@@ -516,12 +597,25 @@ class PostgresStore(SharedReads):
             "run_id": run.run_id, "scheduled_at": run.scheduled_at,
         })
         if cur.rowcount == 1:
-            await self._notify_if_due(conn, run)
+            await self._pending_added(conn, run)
 
-    async def _notify_if_due(self, conn: Conn, run: JobRun) -> None:
-        if run.scheduled_at <= datetime.now(UTC) + NOTIFY_HORIZON:
+    async def _pending_added(self, conn: Conn, run: JobRun) -> None:
+        """A run became PENDING in this transaction: keep the watermark from passing it, and
+        wake the watchers when it is due soon."""
+        now = self.clock.now()
+        await conn.execute(Q["watermark_touch"], {
+            "shard": run.shard, "bucket": run.time_bucket,
+            "behind": run.scheduled_at < now - timedelta(seconds=WATERMARK_TOUCH_SECONDS)})
+        if run.scheduled_at <= now + NOTIFY_HORIZON:
             await conn.execute(Q["notify_due"], {"channel": self.channel,
                                                  "payload": str(run.shard)})
+
+    @staticmethod
+    async def _other_open(conn: Conn, job_id: str, run: JobRun) -> bool:
+        cur = await conn.execute(Q["job_has_other_open_run"],
+                                 {"job_id": job_id, "run_id": run.run_id})
+        row = await cur.fetchone()
+        return bool(row and row["open"])
 
     async def _listen_connection(self) -> AsyncConnection[Any]:
         if self._listener is None or self._listener.closed:
@@ -549,6 +643,7 @@ async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
     The watermark moves to the first bucket that is not fully drained, but never past
     ``now - watermark_margin`` so a run inserted slightly in the past is still found."""
     row = await (await conn.execute(Q["watermark_get"], {"shard": claim.shard})).fetchone()
+    generation = None if row is None else int(row["generation"])
     now_bucket = time_bucket_of(claim.now)
     safe_bucket = time_bucket_of(claim.now - timedelta(seconds=claim.watermark_margin_seconds))
     if row is None:  # first visit: start at the oldest PENDING run, however old
@@ -581,8 +676,27 @@ async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
             if pending is not None and pending["pending"]:
                 new_watermark = b
         cursor += HOUR
-    await conn.execute(Q["watermark_set"], {"shard": claim.shard, "bucket": new_watermark})
+    if generation is None:
+        await conn.execute(Q["watermark_init"], {"shard": claim.shard, "bucket": new_watermark})
+    else:
+        await conn.execute(Q["watermark_advance"], {"shard": claim.shard, "bucket": new_watermark,
+                                                   "generation": generation})
     return DueClaimed(enqueued=enqueued, skipped=skipped)
+
+
+class _JobChanged(Exception):
+    """Raised inside an event_apply transaction to roll it back."""
+
+
+def _event_job_params(apply: EventApply) -> dict[str, Any]:
+    return {
+        "job_id": apply.event.job_id,
+        "version": apply.job_version,
+        "job_status": None if apply.job_status is None else apply.job_status.value,
+        "next_run_at": apply.next_run_at,
+        "last_run_id": apply.event.run_id,
+        "updated_at": apply.event.emitted_at,
+    }
 
 
 def _bucket_params(shard: int, bucket: int, now: datetime, limit: int,
@@ -616,6 +730,7 @@ def _run_params(run: JobRun) -> dict[str, Any]:
         started_at=run.started_at,
         finished_at=run.finished_at,
         dead_lettered=run.dead_lettered,
+        retry_at=run.retry_at,
     )
     return params
 

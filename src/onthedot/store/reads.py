@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from onthedot.domain.ids import ulid_floor
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
-from onthedot.store.base import JobListQuery
+from onthedot.store.base import JobListQuery, RunCounts
 from onthedot.store.codec import Row, event_from_row, job_from_row, run_from_row
 
 
@@ -56,6 +56,14 @@ class SharedReads:
     async def runs_count_by_status(self) -> dict[RunStatus, int]:
         rows = await self._all(self.queries["runs_count_by_status"], {})
         return {RunStatus(r["status"]): int(r["n"]) for r in rows}
+
+    async def runs_count_capped(self, cap: int) -> RunCounts:
+        row = await self._one(self.queries["runs_count_capped"], {"cap": cap})
+        assert row is not None  # an aggregate always has a row
+        return RunCounts(
+            open={RunStatus.PENDING: int(row["pending"]), RunStatus.ENQUEUED: int(row["enqueued"]),
+                  RunStatus.RUNNING: int(row["running"]), RunStatus.RETRYING: int(row["retrying"])},
+            dead_lettered=int(row["dead_lettered"]))
 
     async def events_after(self, event_id: int, limit: int) -> list[RunEvent]:
         rows = await self._all(self.queries["events_after"], {"event_id": event_id, "limit": limit})

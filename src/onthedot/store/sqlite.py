@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from onthedot.domain.clock import Clock, SystemClock
 from onthedot.domain.ids import bucket_start, time_bucket_of
 from onthedot.domain.models import (
     Job,
@@ -22,11 +23,15 @@ from onthedot.domain.models import (
     RunStatus,
 )
 from onthedot.store.base import (
+    WATERMARK_TOUCH_SECONDS,
+    ApplyResult,
     DueClaim,
     DueClaimed,
     EventApply,
     JobCreated,
     JobSave,
+    Prune,
+    Pruned,
     RunClaim,
     RunFinish,
     RunRetry,
@@ -35,6 +40,7 @@ from onthedot.store.codec import (
     dump_output,
     job_from_row,
     job_to_params,
+    need_ts,
     run_from_row,
     run_to_params,
     ts,
@@ -51,9 +57,10 @@ MISSED_ERROR = "missed: misfire policy is skip"  # what run_mark_skipped stores
 class SqliteStore(SharedReads):
     queries = Q
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, clock: Clock | None = None) -> None:
         self.path = sqlite_path(database_url)
         self._db = SqliteConnection(self.path)
+        self._clock = clock or SystemClock()
 
     # --- lifecycle -----------------------------------------------------------------------
     async def migrate(self) -> None:
@@ -83,29 +90,37 @@ class SqliteStore(SharedReads):
                 }).fetchone()
                 return JobCreated(job=job_from_row(row), created=False)
             if first_run is not None:
-                c.execute(Q["run_insert"], run_to_params(first_run))
+                self._insert_run(c, first_run)
             return JobCreated(job=job, created=True)
 
         return await self._db.write(tx)
 
-    async def job_save(self, save: JobSave) -> None:
-        def tx(c: sqlite3.Connection) -> None:
-            c.execute(Q["job_update"], job_to_params(save.job))
+    async def job_save(self, save: JobSave) -> Job | None:
+        def tx(c: sqlite3.Connection) -> Job | None:
+            row = c.execute(Q["job_update"], job_to_params(save.job)).fetchone()
+            if row is None:
+                return None  # the version moved: another change landed first
             if save.cancel_open_runs:
                 c.execute(Q["runs_cancel_open"], {
                     "job_id": save.job.job_id, "now": ts(save.job.updated_at),
                     "include_manual": int(save.cancel_manual_runs),
                 })
             if save.insert_run is not None:
-                _insert_or_revive(c, save.insert_run)
+                self._insert_or_revive(c, save.insert_run)
+            return replace(save.job, version=int(row["version"]))
 
-        await self._db.write(tx)
+        return await self._db.write(tx)
+
+    async def deployment_pin(self, name: str, value: str) -> str:
+        def tx(c: sqlite3.Connection) -> str:
+            c.execute(Q["deployment_pin"], {"name": name, "value": value})
+            return str(c.execute(Q["deployment_get"], {"name": name}).fetchone()["value"])
+
+        return await self._db.write(tx)
 
     # --- runs ----------------------------------------------------------------------------
     async def run_insert(self, run: JobRun) -> bool:
-        return await self._db.write(
-            lambda c: c.execute(Q["run_insert"], run_to_params(run)).rowcount == 1
-        )
+        return await self._db.write(lambda c: self._insert_run(c, run))
 
     async def run_get(self, run_id: str) -> JobRun | None:
         row = await self._one(Q["run_get"], {"run_id": run_id})
@@ -120,18 +135,6 @@ class SqliteStore(SharedReads):
 
     async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
         return await self._db.write(lambda c: _claim_due(c, claim))
-
-    async def runs_stale_enqueued(self, shard: int, older_than: datetime, now: datetime,
-                                  limit: int) -> list[JobRun]:
-        def tx(c: sqlite3.Connection) -> list[JobRun]:
-            rows = c.execute(Q["runs_stale_enqueued"], {
-                "shard": shard, "older_than": ts(older_than), "limit": limit,
-            }).fetchall()
-            c.executemany(Q["run_touch_enqueued"],
-                          [{"run_id": r["run_id"], "now": ts(now)} for r in rows])
-            return [replace(run_from_row(r), enqueued_at=now) for r in rows]
-
-        return await self._db.write(tx)
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
         params = {
@@ -154,7 +157,8 @@ class SqliteStore(SharedReads):
         )
 
     async def run_retry(self, retry: RunRetry) -> bool:
-        params = {"run_id": retry.run_id, "token": retry.token, "error": retry.error}
+        params = {"run_id": retry.run_id, "token": retry.token, "error": retry.error,
+                  "retry_at": ts(retry.retry_at)}
         return await self._db.write(lambda c: c.execute(Q["run_retry"], params).rowcount == 1)
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
@@ -181,9 +185,62 @@ class SqliteStore(SharedReads):
         )
         return None if row is None else run_from_row(row)
 
+    # --- rescue and retention ------------------------------------------------------------
+    async def runs_retry_due(self, now: datetime, limit: int) -> list[JobRun]:
+        rows = await self._db.write(lambda c: c.execute(
+            Q["runs_retry_due"], {"now": ts(now), "limit": limit}).fetchall())
+        return sorted((run_from_row(r) for r in rows), key=lambda r: r.run_id)
+
+    async def runs_rescue_candidates(self, now: datetime, enqueued_before: datetime,
+                                     limit: int) -> list[JobRun]:
+        expired = await self._all(Q["runs_lease_expired"], {"now": ts(now), "limit": limit})
+        waiting = await self._all(Q["runs_enqueued_before"],
+                                  {"before": ts(enqueued_before), "limit": limit})
+        return [run_from_row(r) for r in [*expired, *waiting]]
+
+    async def run_requeue(self, run: JobRun, now: datetime) -> JobRun | None:
+        if run.status is RunStatus.RUNNING:
+            query = Q["run_requeue_running"]
+            params = {"run_id": run.run_id, "token": run.lease_token, "now": ts(now)}
+        elif run.status is RunStatus.ENQUEUED:
+            query = Q["run_requeue_enqueued"]
+            params = {"run_id": run.run_id, "enqueued_at": ts(run.enqueued_at), "now": ts(now)}
+        else:
+            return None
+        row = await self._db.write(lambda c: c.execute(query, params).fetchone())
+        return None if row is None else run_from_row(row)
+
+    async def watermarks_rewind(self) -> dict[int, int]:
+        rows = await self._db.write(lambda c: c.execute(Q["watermarks_rewind"]).fetchall())
+        return {int(r["shard"]): int(r["bucket"]) for r in rows}
+
+    async def prune(self, prune: Prune) -> Pruned:
+        def tx(c: sqlite3.Connection) -> Pruned:
+            position = int(c.execute(Q["prune_cursor_floor"]).fetchone()["position"])
+            before = ts(prune.before)
+            unread = c.execute(Q["oldest_unread_event"], {"position": position}).fetchone()
+            runs_before = before if unread is None else min(before, unread["emitted_at"])
+            params = {"before": before, "limit": prune.limit}
+            events = c.execute(Q["prune_events"], {**params, "position": position}).rowcount
+            runs = c.execute(Q["prune_runs"], {**params, "before": runs_before}).rowcount
+            jobs = 0
+            for row in c.execute(Q["prunable_jobs"], params).fetchall():
+                runs += c.execute(Q["job_runs_delete"], {"job_id": row["job_id"]}).rowcount
+                jobs += c.execute(Q["job_delete"], {**params, "job_id": row["job_id"]}).rowcount
+            return Pruned(runs=runs, events=events, jobs=jobs)
+
+        return await self._db.write(tx)
+
+    async def events_lag(self, consumer: str, now: datetime) -> float:
+        position = await self.cursor_get(consumer)
+        row = await self._one(Q["oldest_unread_event"], {"position": position})
+        if row is None:
+            return 0.0
+        return max(0.0, (now - need_ts(row["emitted_at"])).total_seconds())
+
     # --- events --------------------------------------------------------------------------
-    async def event_apply(self, apply: EventApply) -> bool:
-        def tx(c: sqlite3.Connection) -> bool:
+    async def event_apply(self, apply: EventApply) -> ApplyResult:
+        def tx(c: sqlite3.Connection) -> ApplyResult:
             c.execute(Q["cursor_init"], {"consumer": apply.consumer})
             moved = c.execute(Q["cursor_advance"], {
                 "consumer": apply.consumer,
@@ -191,20 +248,29 @@ class SqliteStore(SharedReads):
                 "previous": apply.previous_event_id,
             }).rowcount
             if moved != 1:
-                return False  # someone else applied it; this transaction writes nothing
-            if apply.insert_run is not None:
-                _insert_or_revive(c, apply.insert_run)
+                return ApplyResult.CURSOR_MOVED  # nothing written: BEGIN IMMEDIATE, no change
+            if apply.job_version is None:
+                return ApplyResult.APPLIED  # the job is gone: only the cursor moves
+            job = {"job_id": apply.event.job_id, "version": apply.job_version}
+            if c.execute(Q["job_lock"], job).fetchone() is None:
+                raise _JobChanged  # undo the cursor advance
+            other_open = self._other_open(c, apply)
             c.execute(Q["job_apply_event"], {
-                "job_id": apply.event.job_id,
+                **job,
                 "job_status": None if apply.job_status is None else apply.job_status.value,
-                "set_next_run_at": int(apply.set_next_run_at),
+                "set_next_run_at": int(apply.set_next_run_at and not other_open),
                 "next_run_at": ts(apply.next_run_at),
                 "last_run_id": apply.event.run_id,
                 "updated_at": ts(apply.event.emitted_at),
             })
-            return True
+            if apply.insert_run is not None and not other_open:
+                self._insert_or_revive(c, apply.insert_run)
+            return ApplyResult.APPLIED
 
-        return await self._db.write(tx)
+        try:
+            return await self._db.write(tx)
+        except _JobChanged:
+            return ApplyResult.JOB_CHANGED
 
     # --- shard leases --------------------------------------------------------------------
     async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,
@@ -250,6 +316,34 @@ class SqliteStore(SharedReads):
         await self._db.write(lambda c: c.execute(Q["token_add"], params))
 
     # --- helpers -------------------------------------------------------------------------
+    def _insert_run(self, c: sqlite3.Connection, run: JobRun) -> bool:
+        inserted = c.execute(Q["run_insert"], run_to_params(run)).rowcount == 1
+        if inserted and run.status is RunStatus.PENDING:
+            self._touch_watermark(c, run)
+        return inserted
+
+    def _insert_or_revive(self, c: sqlite3.Connection, run: JobRun) -> None:
+        """Insert the run, or bring a CANCELLED run with its id back to PENDING."""
+        if self._insert_run(c, run):
+            return
+        if c.execute(Q["run_revive"], {"run_id": run.run_id}).rowcount == 1:
+            self._touch_watermark(c, run)
+
+    def _touch_watermark(self, c: sqlite3.Connection, run: JobRun) -> None:
+        behind = run.scheduled_at < self._clock.now() - timedelta(seconds=WATERMARK_TOUCH_SECONDS)
+        c.execute(Q["watermark_touch"], {"shard": run.shard, "bucket": run.time_bucket,
+                                         "behind": int(behind)})
+
+    @staticmethod
+    def _other_open(c: sqlite3.Connection, apply: EventApply) -> bool:
+        """Does the job have an open scheduled run besides the one this event would insert
+        (a resume or a schedule change inserted it while the event's run was running)?"""
+        if apply.insert_run is None:
+            return False
+        row = c.execute(Q["job_has_other_open_run"], {
+            "job_id": apply.event.job_id, "run_id": apply.insert_run.run_id}).fetchone()
+        return bool(row["open"])
+
     async def _one(self, sql: str, params: dict[str, Any]) -> sqlite3.Row | None:
         row: sqlite3.Row | None = await self._db.run(lambda c: c.execute(sql, params).fetchone())
         return row
@@ -295,9 +389,8 @@ def _split_statements(sql: str) -> list[str]:
     return statements
 
 
-def _insert_or_revive(c: sqlite3.Connection, run: JobRun) -> None:
-    if c.execute(Q["run_insert"], run_to_params(run)).rowcount == 0:
-        c.execute(Q["run_revive"], {"run_id": run.run_id})
+class _JobChanged(Exception):
+    """Raised inside an event_apply transaction to roll it back."""
 
 
 def _append_event(c: sqlite3.Connection, job_id: str, run_id: str, status: RunStatus,
@@ -315,6 +408,7 @@ def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
     The watermark moves to the first bucket that is not fully drained, but never past
     ``now - watermark_margin`` so a run inserted slightly in the past is still found."""
     row = c.execute(Q["watermark_get"], {"shard": claim.shard}).fetchone()
+    generation = None if row is None else int(row["generation"])
     now_bucket = time_bucket_of(claim.now)
     safe_bucket = time_bucket_of(claim.now - timedelta(seconds=claim.watermark_margin_seconds))
     if row is None:  # first visit: start at the oldest PENDING run, however old
@@ -347,7 +441,11 @@ def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
         if remaining == 0:
             new_watermark = min(new_watermark, b)  # this bucket may hold more: look again
         cursor += HOUR
-    c.execute(Q["watermark_set"], {"shard": claim.shard, "bucket": new_watermark})
+    if generation is None:
+        c.execute(Q["watermark_init"], {"shard": claim.shard, "bucket": new_watermark})
+    else:
+        c.execute(Q["watermark_advance"], {"shard": claim.shard, "bucket": new_watermark,
+                                           "generation": generation})
     return DueClaimed(enqueued=enqueued, skipped=skipped)
 
 

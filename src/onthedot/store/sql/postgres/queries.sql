@@ -27,6 +27,12 @@ WITH new_job AS (
     WHERE %(r_run_id)s::text IS NOT NULL
     ON CONFLICT (run_id, scheduled_at) DO NOTHING
     RETURNING run_id
+), touched AS (
+    -- A first run at or behind the shard's watermark pulls it back (see watermark_touch).
+    UPDATE shard_watermarks
+    SET bucket = least(bucket, %(r_time_bucket)s), generation = generation + 1
+    WHERE shard = %(r_shard)s AND (bucket > %(r_time_bucket)s OR %(behind)s)
+      AND EXISTS (SELECT 1 FROM new_run)
 ), notice AS (
     SELECT pg_notify(%(channel)s, %(payload)s) FROM new_run WHERE %(notify)s
 )
@@ -57,8 +63,10 @@ SET name = %(name)s, action = %(action)s::jsonb, job_type = %(job_type)s,
     schedule = %(schedule)s, run_time = %(run_time)s, timezone = %(timezone)s,
     status = %(status)s, retry_policy = %(retry_policy)s::jsonb,
     misfire_policy = %(misfire_policy)s, timeout_seconds = %(timeout_seconds)s,
-    next_run_at = %(next_run_at)s, last_run_id = %(last_run_id)s, updated_at = %(updated_at)s
-WHERE job_id = %(job_id)s AND user_id = %(user_id)s
+    next_run_at = %(next_run_at)s, last_run_id = %(last_run_id)s, updated_at = %(updated_at)s,
+    version = version + 1
+WHERE job_id = %(job_id)s AND user_id = %(user_id)s AND version = %(version)s
+RETURNING version
 
 -- name: runs_cancel_open
 UPDATE job_runs SET status = 'CANCELLED', finished_at = %(now)s
@@ -68,15 +76,30 @@ WHERE job_id = %(job_id)s AND (kind = 'scheduled' OR %(include_manual)s)
 -- name: run_insert
 INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,
                       lease_token, lease_expires_at, enqueued_at, started_at, finished_at,
-                      output, error, dead_lettered)
+                      output, error, dead_lettered, retry_at)
 VALUES (%(run_id)s, %(job_id)s, %(time_bucket)s, %(shard)s, %(scheduled_at)s, %(kind)s,
         %(status)s, %(attempt)s, %(lease_token)s, %(lease_expires_at)s, %(enqueued_at)s,
-        %(started_at)s, %(finished_at)s, %(output)s::jsonb, %(error)s, %(dead_lettered)s)
+        %(started_at)s, %(finished_at)s, %(output)s::jsonb, %(error)s, %(dead_lettered)s,
+        %(retry_at)s)
 ON CONFLICT (run_id, scheduled_at) DO NOTHING
 
 -- name: run_revive
-UPDATE job_runs SET status = 'PENDING', finished_at = NULL, attempt = 0, error = NULL
+UPDATE job_runs SET status = 'PENDING', finished_at = NULL, attempt = 0, error = NULL,
+                    retry_at = NULL
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'CANCELLED'
+
+-- name: job_lock
+-- event_apply's guard: the job is still at the version the decision was made from; its row stays
+-- locked until the transaction ends.
+SELECT 1 AS locked FROM jobs WHERE job_id = %(job_id)s AND version = %(version)s FOR UPDATE
+
+-- name: job_has_other_open_run
+-- Called with the job's row locked (job_lock), so job changes cannot interleave with it.
+SELECT EXISTS (
+    SELECT 1 FROM job_runs
+    WHERE job_id = %(job_id)s AND kind = 'scheduled' AND run_id <> %(run_id)s
+      AND status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+) AS open
 
 -- name: notify_due
 -- Wakes the watchers listening on the channel; sent inside the inserting transaction, so it is
@@ -141,37 +164,49 @@ SELECT EXISTS (
 ) AS pending
 
 -- name: watermark_get
-SELECT bucket FROM shard_watermarks WHERE shard = %(shard)s
+SELECT bucket, generation FROM shard_watermarks WHERE shard = %(shard)s
 
 -- name: oldest_pending_bucket
 SELECT min(time_bucket) AS bucket FROM job_runs WHERE shard = %(shard)s AND status = 'PENDING'
 
--- name: watermark_set
-INSERT INTO shard_watermarks AS w (shard, bucket) VALUES (%(shard)s, %(bucket)s)
-ON CONFLICT (shard) DO UPDATE SET bucket = excluded.bucket
-WHERE excluded.bucket > w.bucket
+-- name: watermark_init
+INSERT INTO shard_watermarks (shard, bucket) VALUES (%(shard)s, %(bucket)s)
+ON CONFLICT (shard) DO NOTHING
 
--- name: runs_stale_enqueued
--- Concurrent watchers of a shard republish disjoint sets (SKIP LOCKED); oldest publish first.
-WITH stale AS (
-    SELECT run_id, scheduled_at, enqueued_at FROM job_runs
-    WHERE shard = %(shard)s AND status = 'ENQUEUED' AND enqueued_at < %(older_than)s
-    ORDER BY enqueued_at
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
+-- name: watermark_advance
+-- Only from the generation the walk read: an insert at or behind the watermark since then bumped
+-- it, and the walk may not have seen that run.
+UPDATE shard_watermarks SET bucket = %(bucket)s
+WHERE shard = %(shard)s AND generation = %(generation)s AND bucket < %(bucket)s
+
+-- name: watermark_touch
+-- A PENDING run inserted behind the watermark (or old enough that a walk running right now might
+-- pass it) pulls the watermark back to its bucket and bumps the generation.
+UPDATE shard_watermarks
+SET bucket = least(bucket, %(bucket)s), generation = generation + 1
+WHERE shard = %(shard)s AND (bucket > %(bucket)s OR %(behind)s)
+
+-- name: watermarks_rewind
+-- The rescuer's check: a watermark that has passed a PENDING run goes back to that run's bucket.
+WITH oldest AS (
+    SELECT w.shard,
+           (SELECT min(r.time_bucket) FROM job_runs AS r
+            WHERE r.shard = w.shard AND r.status = 'PENDING') AS bucket
+    FROM shard_watermarks AS w
 )
-UPDATE job_runs AS r SET enqueued_at = %(now)s
-FROM stale
-WHERE r.run_id = stale.run_id AND r.scheduled_at = stale.scheduled_at AND r.status = 'ENQUEUED'
-RETURNING r.*, stale.enqueued_at AS published_at
+UPDATE shard_watermarks AS w SET bucket = oldest.bucket, generation = w.generation + 1
+FROM oldest
+WHERE w.shard = oldest.shard AND oldest.bucket < w.bucket
+RETURNING w.shard, w.bucket
 
 -- name: run_claim
--- A new attempt: for a queued or retrying run, or a running one whose worker stopped renewing.
+-- A new attempt: for a queued run, or a running one whose worker stopped renewing. A RETRYING
+-- run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at.
 UPDATE job_runs
 SET status = 'RUNNING', attempt = attempt + 1, lease_token = %(token)s,
-    lease_expires_at = %(lease_expires_at)s, started_at = %(now)s, error = NULL
+    lease_expires_at = %(lease_expires_at)s, started_at = %(now)s, error = NULL, retry_at = NULL
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-  AND (status IN ('ENQUEUED', 'RETRYING') OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
+  AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
 RETURNING *
 
 -- name: run_release
@@ -188,7 +223,8 @@ WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
   AND status = 'RUNNING' AND lease_token = %(token)s
 
 -- name: run_retry
-UPDATE job_runs SET status = 'RETRYING', error = %(error)s, lease_expires_at = NULL
+UPDATE job_runs SET status = 'RETRYING', error = %(error)s, lease_expires_at = NULL,
+                    retry_at = %(retry_at)s
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
   AND status = 'RUNNING' AND lease_token = %(token)s
 
@@ -224,6 +260,102 @@ LIMIT %(limit)s
 -- name: runs_count_by_status
 SELECT status, count(*) AS n FROM job_runs GROUP BY status
 
+-- name: runs_count_capped
+-- What a metrics scrape may cost: each count reads at most %(cap)s entries of a partial index.
+SELECT
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE status = 'PENDING' LIMIT %(cap)s) AS p)
+      AS pending,
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE status = 'ENQUEUED' LIMIT %(cap)s) AS e)
+      AS enqueued,
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE status = 'RUNNING' LIMIT %(cap)s) AS r)
+      AS running,
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE status = 'RETRYING' LIMIT %(cap)s) AS t)
+      AS retrying,
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE dead_lettered LIMIT %(cap)s) AS d)
+      AS dead_lettered
+
+-- name: runs_retry_due
+-- Concurrent rescuers hand back disjoint sets (SKIP LOCKED); the guard is repeated on the row.
+WITH due AS (
+    SELECT run_id, scheduled_at FROM job_runs
+    WHERE status = 'RETRYING' AND retry_at <= %(now)s
+    ORDER BY retry_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE job_runs AS r SET status = 'ENQUEUED', enqueued_at = %(now)s, retry_at = NULL
+FROM due
+WHERE r.run_id = due.run_id AND r.scheduled_at = due.scheduled_at AND r.status = 'RETRYING'
+RETURNING r.*
+
+-- name: runs_lease_expired
+SELECT * FROM job_runs WHERE status = 'RUNNING' AND lease_expires_at <= %(now)s
+ORDER BY lease_expires_at LIMIT %(limit)s
+
+-- name: runs_enqueued_before
+SELECT * FROM job_runs WHERE status = 'ENQUEUED' AND enqueued_at < %(before)s
+ORDER BY enqueued_at LIMIT %(limit)s
+
+-- name: run_requeue_running
+-- The attempt whose lease ran out stays counted; a late write of its worker is fenced.
+UPDATE job_runs
+SET status = 'ENQUEUED', enqueued_at = %(now)s, lease_token = NULL, lease_expires_at = NULL
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'RUNNING'
+  AND lease_token = %(token)s AND lease_expires_at <= %(now)s
+RETURNING *
+
+-- name: run_requeue_enqueued
+UPDATE job_runs SET enqueued_at = %(now)s
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'ENQUEUED'
+  AND enqueued_at = %(enqueued_at)s
+RETURNING *
+
+-- name: prune_cursor_floor
+-- Runs and events a consumer has not read yet are kept, however old.
+SELECT coalesce(min(position), 0) AS position FROM consumer_cursors
+
+-- name: prune_events
+DELETE FROM run_events
+WHERE event_id IN (SELECT event_id FROM run_events
+                   WHERE event_id <= %(position)s AND emitted_at < %(before)s
+                   ORDER BY event_id LIMIT %(limit)s)
+
+-- name: oldest_unread_event
+-- Without events_after's visibility filter: events a long transaction hides count as unread.
+SELECT emitted_at FROM run_events WHERE event_id > %(position)s ORDER BY event_id LIMIT 1
+
+-- name: prune_runs
+WITH old AS (
+    SELECT run_id, scheduled_at FROM job_runs
+    WHERE status IN ('SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED') AND finished_at < %(before)s
+    ORDER BY finished_at LIMIT %(limit)s
+)
+DELETE FROM job_runs AS r USING old
+WHERE r.run_id = old.run_id AND r.scheduled_at = old.scheduled_at
+
+-- name: prunable_jobs
+SELECT job_id FROM jobs AS j
+WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at < %(before)s
+  AND NOT EXISTS (SELECT 1 FROM job_runs AS r
+                  WHERE r.job_id = j.job_id
+                    AND r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING'))
+ORDER BY updated_at LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: job_runs_delete
+DELETE FROM job_runs WHERE job_id = %(job_id)s
+
+-- name: job_delete
+DELETE FROM jobs
+WHERE job_id = %(job_id)s AND status IN ('completed', 'failed', 'cancelled')
+  AND updated_at < %(before)s
+
+-- name: deployment_pin
+INSERT INTO deployment (name, value) VALUES (%(name)s, %(value)s) ON CONFLICT (name) DO NOTHING
+
+-- name: deployment_get
+SELECT value FROM deployment WHERE name = %(name)s
+
 -- name: events_after
 -- Only events of transactions older than every transaction still in progress: the set of such
 -- events only grows at its end, because event ids carry their transaction id in the high bits
@@ -252,8 +384,9 @@ SET status = coalesce(%(job_status)s::text, status),
     next_run_at = CASE WHEN %(set_next_run_at)s THEN %(next_run_at)s::timestamptz
                        ELSE next_run_at END,
     last_run_id = %(last_run_id)s,
-    updated_at = %(updated_at)s
-WHERE job_id = %(job_id)s
+    updated_at = %(updated_at)s,
+    version = version + 1
+WHERE job_id = %(job_id)s AND version = %(version)s
 
 -- name: shard_lease_take
 -- Shards in ascending order, so two owners asking for overlapping sets cannot deadlock.

@@ -25,11 +25,13 @@ CREATE TABLE jobs (
     created_at      timestamptz NOT NULL,
     updated_at      timestamptz NOT NULL,
     CONSTRAINT jobs_recurring_has_schedule CHECK (job_type <> 'recurring' OR schedule IS NOT NULL),
-    CONSTRAINT jobs_one_time_has_time CHECK (job_type <> 'one-time' OR run_time IS NOT NULL)
+    CONSTRAINT jobs_one_time_has_time CHECK (job_type <> 'one-time' OR run_time IS NOT NULL),
+    version         bigint NOT NULL DEFAULT 0       -- compare-and-set on every change (0002)
 );
 CREATE INDEX jobs_by_user ON jobs (user_id, job_id);
 CREATE UNIQUE INDEX jobs_idempotency ON jobs (user_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
+CREATE INDEX jobs_finished ON jobs (updated_at) WHERE status IN ('completed', 'failed', 'cancelled');
 
 -- Natively partitioned by day on scheduled_at: old history is dropped by detaching a partition,
 -- and a claim for one hourly bucket reads one partition. The run id encodes scheduled_at
@@ -64,7 +66,8 @@ CREATE TABLE job_runs (
                OR (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL AND started_at IS NOT NULL)),
     CONSTRAINT job_runs_finished_has_time
         CHECK (status NOT IN ('SUCCEEDED', 'FAILED', 'SKIPPED') OR finished_at IS NOT NULL),
-    CONSTRAINT job_runs_dead_is_failed CHECK (NOT dead_lettered OR status = 'FAILED')
+    CONSTRAINT job_runs_dead_is_failed CHECK (NOT dead_lettered OR status = 'FAILED'),
+    retry_at         timestamptz                    -- RETRYING: when the next attempt is due (0002)
 ) PARTITION BY RANGE (scheduled_at);
 -- Safety net for runs outside the daily partitions the maintainer keeps (far future, or older
 -- than yesterday when first inserted); PostgresStore.partitions_maintain moves a day's rows out
@@ -74,7 +77,13 @@ CREATE TABLE job_runs_default PARTITION OF job_runs DEFAULT;
 -- finished history costs the watcher nothing; declared on the parent, so every partition has it.
 CREATE INDEX job_runs_due ON job_runs (shard, time_bucket, scheduled_at, job_id)
     WHERE status = 'PENDING';
-CREATE INDEX job_runs_enqueued ON job_runs (shard, enqueued_at) WHERE status = 'ENQUEUED';
+-- The rescuer's sweeps, across shards.
+CREATE INDEX job_runs_enqueued ON job_runs (enqueued_at) WHERE status = 'ENQUEUED';
+CREATE INDEX job_runs_retry ON job_runs (retry_at) WHERE status = 'RETRYING';
+CREATE INDEX job_runs_lease ON job_runs (lease_expires_at) WHERE status = 'RUNNING';
+-- History past retention, oldest first.
+CREATE INDEX job_runs_finished ON job_runs (finished_at)
+    WHERE status IN ('SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED');
 CREATE INDEX job_runs_by_job ON job_runs (job_id, scheduled_at);
 CREATE INDEX job_runs_dead ON job_runs (run_id) WHERE dead_lettered;
 
@@ -111,7 +120,8 @@ CREATE TABLE consumer_cursors (
 
 CREATE TABLE shard_watermarks (
     shard  integer PRIMARY KEY,
-    bucket bigint NOT NULL
+    bucket     bigint NOT NULL,
+    generation bigint NOT NULL DEFAULT 0           -- bumped by inserts at or behind it (0002)
 );
 
 CREATE TABLE shard_leases (
@@ -132,4 +142,10 @@ CREATE TABLE api_tokens (
     token_hash text PRIMARY KEY,                    -- sha256 of the bearer token; never the token
     user_id    text NOT NULL,
     created_at timestamptz NOT NULL
+);
+
+-- Settings that shape stored data (the shard count), written once by the first migrate.
+CREATE TABLE deployment (
+    name  text PRIMARY KEY,
+    value text NOT NULL
 );

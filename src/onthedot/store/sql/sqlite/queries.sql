@@ -33,8 +33,10 @@ UPDATE jobs
 SET name = :name, action = :action, job_type = :job_type, schedule = :schedule,
     run_time = :run_time, timezone = :timezone, status = :status, retry_policy = :retry_policy,
     misfire_policy = :misfire_policy, timeout_seconds = :timeout_seconds,
-    next_run_at = :next_run_at, last_run_id = :last_run_id, updated_at = :updated_at
-WHERE job_id = :job_id AND user_id = :user_id
+    next_run_at = :next_run_at, last_run_id = :last_run_id, updated_at = :updated_at,
+    version = version + 1
+WHERE job_id = :job_id AND user_id = :user_id AND version = :version
+RETURNING version
 
 -- name: runs_cancel_open
 UPDATE job_runs SET status = 'CANCELLED', finished_at = :now
@@ -44,15 +46,27 @@ WHERE job_id = :job_id AND (kind = 'scheduled' OR :include_manual)
 -- name: run_insert
 INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,
                       lease_token, lease_expires_at, enqueued_at, started_at, finished_at,
-                      output, error, dead_lettered)
+                      output, error, dead_lettered, retry_at)
 VALUES (:run_id, :job_id, :time_bucket, :shard, :scheduled_at, :kind, :status, :attempt,
         :lease_token, :lease_expires_at, :enqueued_at, :started_at, :finished_at,
-        :output, :error, :dead_lettered)
+        :output, :error, :dead_lettered, :retry_at)
 ON CONFLICT (run_id) DO NOTHING
 
 -- name: run_revive
-UPDATE job_runs SET status = 'PENDING', finished_at = NULL, attempt = 0, error = NULL
+UPDATE job_runs SET status = 'PENDING', finished_at = NULL, attempt = 0, error = NULL,
+                    retry_at = NULL
 WHERE run_id = :run_id AND status = 'CANCELLED'
+
+-- name: job_lock
+-- event_apply's guard: the job is still at the version the decision was made from.
+SELECT 1 AS locked FROM jobs WHERE job_id = :job_id AND version = :version
+
+-- name: job_has_other_open_run
+SELECT EXISTS (
+    SELECT 1 FROM job_runs
+    WHERE job_id = :job_id AND kind = 'scheduled' AND run_id <> :run_id
+      AND status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+) AS open
 
 -- name: run_get
 SELECT * FROM job_runs WHERE run_id = :run_id
@@ -82,32 +96,46 @@ UPDATE job_runs SET status = 'SKIPPED', finished_at = :now, error = 'missed: mis
 WHERE run_id = :run_id AND status = 'PENDING'
 
 -- name: watermark_get
-SELECT bucket FROM shard_watermarks WHERE shard = :shard
+SELECT bucket, generation FROM shard_watermarks WHERE shard = :shard
 
 -- name: oldest_pending_bucket
 SELECT min(time_bucket) AS bucket FROM job_runs WHERE shard = :shard AND status = 'PENDING'
 
--- name: watermark_set
+-- name: watermark_init
 INSERT INTO shard_watermarks (shard, bucket) VALUES (:shard, :bucket)
-ON CONFLICT (shard) DO UPDATE SET bucket = excluded.bucket
-WHERE excluded.bucket > shard_watermarks.bucket
+ON CONFLICT (shard) DO NOTHING
 
--- name: runs_stale_enqueued
-SELECT * FROM job_runs
-WHERE shard = :shard AND status = 'ENQUEUED' AND enqueued_at < :older_than
-ORDER BY enqueued_at
-LIMIT :limit
+-- name: watermark_advance
+-- Only from the generation the walk read: an insert at or behind the watermark since then bumped
+-- it, and the walk may not have seen that run.
+UPDATE shard_watermarks SET bucket = :bucket
+WHERE shard = :shard AND generation = :generation AND bucket < :bucket
 
--- name: run_touch_enqueued
-UPDATE job_runs SET enqueued_at = :now WHERE run_id = :run_id AND status = 'ENQUEUED'
+-- name: watermark_touch
+-- A PENDING run inserted behind the watermark (or old enough that a walk running right now might
+-- pass it) pulls the watermark back to its bucket and bumps the generation.
+UPDATE shard_watermarks
+SET bucket = min(bucket, :bucket), generation = generation + 1
+WHERE shard = :shard AND (bucket > :bucket OR :behind)
+
+-- name: watermarks_rewind
+-- The rescuer's check: a watermark that has passed a PENDING run goes back to that run's bucket.
+UPDATE shard_watermarks AS w
+SET bucket = (SELECT min(r.time_bucket) FROM job_runs AS r
+              WHERE r.shard = w.shard AND r.status = 'PENDING'),
+    generation = generation + 1
+WHERE (SELECT min(r.time_bucket) FROM job_runs AS r
+       WHERE r.shard = w.shard AND r.status = 'PENDING') < w.bucket
+RETURNING shard, bucket
 
 -- name: run_claim
--- A new attempt: for a queued or retrying run, or a running one whose worker stopped renewing.
+-- A new attempt: for a queued run, or a running one whose worker stopped renewing.
+-- A RETRYING run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at.
 UPDATE job_runs
 SET status = 'RUNNING', attempt = attempt + 1, lease_token = :token,
-    lease_expires_at = :lease_expires_at, started_at = :now, error = NULL
+    lease_expires_at = :lease_expires_at, started_at = :now, error = NULL, retry_at = NULL
 WHERE run_id = :run_id
-  AND (status IN ('ENQUEUED', 'RETRYING') OR (status = 'RUNNING' AND lease_expires_at <= :now))
+  AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= :now))
 RETURNING *
 
 -- name: run_release
@@ -122,7 +150,8 @@ UPDATE job_runs SET lease_expires_at = :lease_expires_at
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
 
 -- name: run_retry
-UPDATE job_runs SET status = 'RETRYING', error = :error, lease_expires_at = NULL
+UPDATE job_runs SET status = 'RETRYING', error = :error, lease_expires_at = NULL,
+                    retry_at = :retry_at
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
 
 -- name: run_finish
@@ -154,6 +183,90 @@ LIMIT :limit
 -- name: runs_count_by_status
 SELECT status, count(*) AS n FROM job_runs GROUP BY status
 
+-- name: runs_count_capped
+-- What a metrics scrape may cost: each count reads at most :cap entries of a partial index.
+SELECT
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE status = 'PENDING' LIMIT :cap) AS p)
+      AS pending,
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE status = 'ENQUEUED' LIMIT :cap) AS e)
+      AS enqueued,
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE status = 'RUNNING' LIMIT :cap) AS r)
+      AS running,
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE status = 'RETRYING' LIMIT :cap) AS t)
+      AS retrying,
+  (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE dead_lettered = 1 LIMIT :cap) AS d)
+      AS dead_lettered
+
+-- name: runs_retry_due
+UPDATE job_runs SET status = 'ENQUEUED', enqueued_at = :now, retry_at = NULL
+WHERE run_id IN (SELECT run_id FROM job_runs
+                 WHERE status = 'RETRYING' AND retry_at <= :now
+                 ORDER BY retry_at LIMIT :limit)
+  AND status = 'RETRYING'
+RETURNING *
+
+-- name: runs_lease_expired
+SELECT * FROM job_runs WHERE status = 'RUNNING' AND lease_expires_at <= :now
+ORDER BY lease_expires_at LIMIT :limit
+
+-- name: runs_enqueued_before
+SELECT * FROM job_runs WHERE status = 'ENQUEUED' AND enqueued_at < :before
+ORDER BY enqueued_at LIMIT :limit
+
+-- name: run_requeue_running
+-- The attempt whose lease ran out stays counted; a late write of its worker is fenced.
+UPDATE job_runs
+SET status = 'ENQUEUED', enqueued_at = :now, lease_token = NULL, lease_expires_at = NULL
+WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
+  AND lease_expires_at <= :now
+RETURNING *
+
+-- name: run_requeue_enqueued
+UPDATE job_runs SET enqueued_at = :now
+WHERE run_id = :run_id AND status = 'ENQUEUED' AND enqueued_at = :enqueued_at
+RETURNING *
+
+-- name: prune_cursor_floor
+-- Runs and events a consumer has not read yet are kept, however old.
+SELECT coalesce(min(position), 0) AS position FROM consumer_cursors
+
+-- name: prune_events
+DELETE FROM run_events
+WHERE event_id IN (SELECT event_id FROM run_events
+                   WHERE event_id <= :position AND emitted_at < :before
+                   ORDER BY event_id LIMIT :limit)
+
+-- name: oldest_unread_event
+SELECT emitted_at FROM run_events WHERE event_id > :position ORDER BY event_id LIMIT 1
+
+-- name: prune_runs
+DELETE FROM job_runs
+WHERE run_id IN (SELECT run_id FROM job_runs
+                 WHERE status IN ('SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED')
+                   AND finished_at < :before
+                 ORDER BY finished_at LIMIT :limit)
+
+-- name: prunable_jobs
+SELECT job_id FROM jobs AS j
+WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at < :before
+  AND NOT EXISTS (SELECT 1 FROM job_runs AS r
+                  WHERE r.job_id = j.job_id
+                    AND r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING'))
+ORDER BY updated_at LIMIT :limit
+
+-- name: job_runs_delete
+DELETE FROM job_runs WHERE job_id = :job_id
+
+-- name: job_delete
+DELETE FROM jobs
+WHERE job_id = :job_id AND status IN ('completed', 'failed', 'cancelled') AND updated_at < :before
+
+-- name: deployment_pin
+INSERT INTO deployment (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING
+
+-- name: deployment_get
+SELECT value FROM deployment WHERE name = :name
+
 -- name: events_after
 SELECT * FROM run_events WHERE event_id > :event_id ORDER BY event_id LIMIT :limit
 
@@ -173,8 +286,9 @@ UPDATE jobs
 SET status = CASE WHEN :job_status IS NULL THEN status ELSE :job_status END,
     next_run_at = CASE WHEN :set_next_run_at THEN :next_run_at ELSE next_run_at END,
     last_run_id = :last_run_id,
-    updated_at = :updated_at
-WHERE job_id = :job_id
+    updated_at = :updated_at,
+    version = version + 1
+WHERE job_id = :job_id AND version = :version
 
 -- name: shard_lease_take
 INSERT INTO shard_leases (shard, owner, expires_at) VALUES (:shard, :owner, :expires_at)

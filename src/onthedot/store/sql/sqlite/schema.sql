@@ -24,12 +24,14 @@ CREATE TABLE jobs (
     last_run_id     TEXT,
     created_at      TEXT NOT NULL,
     updated_at      TEXT NOT NULL,
+    version         INTEGER NOT NULL DEFAULT 0,     -- compare-and-set on every change
     CHECK (job_type <> 'recurring' OR schedule IS NOT NULL),
     CHECK (job_type <> 'one-time' OR run_time IS NOT NULL)
 );
 CREATE INDEX jobs_by_user ON jobs (user_id, job_id);
 CREATE UNIQUE INDEX jobs_idempotency ON jobs (user_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
+CREATE INDEX jobs_finished ON jobs (updated_at) WHERE status IN ('completed', 'failed', 'cancelled');
 
 CREATE TABLE job_runs (
     run_id           TEXT PRIMARY KEY,              -- deterministic: job_id + scheduled_at
@@ -49,6 +51,7 @@ CREATE TABLE job_runs (
     output           TEXT,                          -- JSON
     error            TEXT,
     dead_lettered    INTEGER NOT NULL DEFAULT 0 CHECK (dead_lettered IN (0, 1)),
+    retry_at         TEXT,                          -- RETRYING: when the next attempt is due
     CHECK (status <> 'RUNNING'
            OR (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL AND started_at IS NOT NULL)),
     CHECK (status NOT IN ('SUCCEEDED', 'FAILED', 'SKIPPED') OR finished_at IS NOT NULL),
@@ -58,7 +61,13 @@ CREATE TABLE job_runs (
 -- Partial, so finished history costs the watcher nothing.
 CREATE INDEX job_runs_due ON job_runs (shard, time_bucket, scheduled_at, job_id)
     WHERE status = 'PENDING';
-CREATE INDEX job_runs_enqueued ON job_runs (shard, enqueued_at) WHERE status = 'ENQUEUED';
+-- The rescuer's sweeps, across shards.
+CREATE INDEX job_runs_enqueued ON job_runs (enqueued_at) WHERE status = 'ENQUEUED';
+CREATE INDEX job_runs_retry ON job_runs (retry_at) WHERE status = 'RETRYING';
+CREATE INDEX job_runs_lease ON job_runs (lease_expires_at) WHERE status = 'RUNNING';
+-- History past retention, oldest first.
+CREATE INDEX job_runs_finished ON job_runs (finished_at)
+    WHERE status IN ('SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED');
 CREATE INDEX job_runs_by_job ON job_runs (job_id, scheduled_at);
 CREATE INDEX job_runs_dead ON job_runs (run_id) WHERE dead_lettered = 1;
 
@@ -77,7 +86,8 @@ CREATE TABLE consumer_cursors (
 
 CREATE TABLE shard_watermarks (
     shard  INTEGER PRIMARY KEY,
-    bucket INTEGER NOT NULL
+    bucket     INTEGER NOT NULL,
+    generation INTEGER NOT NULL DEFAULT 0          -- bumped by inserts at or behind it
 );
 
 CREATE TABLE shard_leases (
@@ -97,4 +107,10 @@ CREATE TABLE api_tokens (
     token_hash TEXT PRIMARY KEY,                    -- sha256 of the bearer token; never the token
     user_id    TEXT NOT NULL,
     created_at TEXT NOT NULL
+);
+
+-- Settings that shape stored data (the shard count), written once by the first migrate.
+CREATE TABLE deployment (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );

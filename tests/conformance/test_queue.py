@@ -144,6 +144,38 @@ async def test_duplicate_send_collapses(queue: Queue) -> None:
     assert await queue.receive(10, VISIBILITY, wait_seconds=0.3) == []
 
 
+async def test_a_new_publication_of_an_id_is_delivered_even_inside_the_dedupe_window(
+        queue: Queue) -> None:
+    """A run published again after its first message is gone (a retry that fell due, a lost
+    message the rescuer republishes) names a new enqueue generation in its body; NATS' duplicate
+    window must not swallow it, as it did when the message id alone was the Nats-Msg-Id."""
+    await queue.send("run-1", b'{"enqueued_at": "first"}')
+    first = await receive_one(queue)
+    assert await queue.ack(first)
+
+    await queue.send("run-1", b'{"enqueued_at": "second"}')
+
+    again = await receive_one(queue)
+    assert (again.message_id, again.body) == ("run-1", b'{"enqueued_at": "second"}')
+
+
+async def test_live_tells_which_ids_still_have_a_message(backend: Factory) -> None:
+    queue, other = await backend(), await backend()
+    await queue.send_many([(f"run-{i}", b"x") for i in range(1, 5)])
+    assert await other.live(["run-1", "run-2", "run-3", "run-4", "run-9"]) == {
+        "run-1", "run-2", "run-3", "run-4"}
+
+    got = await queue.receive(4, VISIBILITY, wait_seconds=SOON)
+    by_id = {d.message_id: d for d in got}
+    assert await other.live(["run-1"]) == {"run-1"}  # in flight: still live
+    assert await queue.ack(by_id["run-1"])
+    assert await queue.nack(by_id["run-2"], 30)  # waiting out a delay: live
+    assert await queue.dead_letter(by_id["run-3"], "bad")  # dead-lettered: not live
+
+    assert await other.live(["run-1", "run-2", "run-3", "run-4"]) == {"run-2", "run-4"}
+    assert await other.live([]) == set()
+
+
 async def test_in_flight_message_is_invisible_to_other_receivers(backend: Factory) -> None:
     one, two = await backend(), await backend()
     await one.send("run-1", b"x")
@@ -323,6 +355,40 @@ async def test_nats_visibility_timeout_is_fixed_per_consumer() -> None:
         assert caught.value.field == "visibility_timeout"
     finally:
         await queue.close()
+        await delete_streams(NATS_URL, prefix)
+
+
+@pytest.mark.nats
+async def test_nats_open_takes_over_the_layout_of_version_0_1() -> None:
+    """0.1 published every run on ``<prefix>.runs`` to a consumer filtering on it; its waiting
+    messages are still delivered after an upgrade, alongside the new per-run subjects."""
+    from nats.aio.client import Client
+    from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
+
+    prefix = f"t{secrets.token_hex(6)}"
+    nc = Client()
+    await nc.connect(NATS_URL)
+    queue = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=VISIBILITY)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(StreamConfig(name=f"{prefix.upper()}_RUNS",
+                                         subjects=[f"{prefix}.runs"],
+                                         retention=RetentionPolicy.WORK_QUEUE))
+        await js.add_consumer(f"{prefix.upper()}_RUNS", ConsumerConfig(
+            durable_name="workers", filter_subject=f"{prefix}.runs",
+            ack_policy=AckPolicy.EXPLICIT, ack_wait=VISIBILITY))
+        await js.publish(f"{prefix}.runs", b"old", headers={"Nats-Msg-Id": "run-old",
+                                                             "Onthedot-Message-Id": "run-old"})
+
+        await queue.open()
+        await queue.send("run-new", b"new")
+
+        got = await queue.receive(2, VISIBILITY, wait_seconds=SOON)
+        assert sorted((d.message_id, d.body) for d in got) == [("run-new", b"new"),
+                                                               ("run-old", b"old")]
+    finally:
+        await queue.close()
+        await nc.close()
         await delete_streams(NATS_URL, prefix)
 
 

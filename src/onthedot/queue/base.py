@@ -14,6 +14,9 @@ Contract (every backend passes ``tests/conformance/test_queue.py``):
   handed to another receiver) is ignored and reports False.
 * ``dead_letter`` moves the message to the dead-letter queue; ``dead_letters`` lists it and
   ``dead_letter_redrive`` sends it back to the main queue.
+* ``live`` tells which ids still have a message (waiting, in flight or delayed): the rescuer
+  publishes a run again only when its message is gone, so a run that merely waits behind a
+  backlog never gains a second copy.
 
 The queue only ever holds runs that are due: future runs wait in the store, never behind a
 visibility timeout used as a delay.
@@ -21,9 +24,21 @@ visibility timeout used as a delay.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+
+from onthedot.domain.models import JobRun
+
+
+def run_message(run: JobRun) -> bytes:
+    """The message body of one publication of a run; workers re-read everything else from the
+    store. ``enqueued_at`` names the publication, so a later one (after a retry or a rescue) is
+    a new message to a backend that drops duplicates."""
+    enqueued = None if run.enqueued_at is None else run.enqueued_at.isoformat()
+    return json.dumps({"run_id": run.run_id, "job_id": run.job_id,
+                       "enqueued_at": enqueued}).encode()
 
 
 @dataclass(frozen=True)
@@ -71,6 +86,15 @@ class Queue(Protocol):
     async def dead_letters(self, limit: int = 100) -> list[DeadLetter]: ...
 
     async def dead_letter_redrive(self, message_id: str) -> bool: ...
+
+    async def live(self, message_ids: list[str]) -> set[str]:
+        """The subset of ``message_ids`` that have a message waiting, in flight or delayed."""
+        ...
+
+    async def prune(self, before: datetime) -> int:
+        """Drop dead letters older than ``before``; returns how many (a backend that expires
+        them itself returns 0)."""
+        ...
 
     async def depth(self) -> int:
         """Messages waiting or in flight (not dead-lettered)."""

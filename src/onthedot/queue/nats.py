@@ -2,9 +2,17 @@
 
 Layout (``<prefix>`` is lower case, ``<PREFIX>`` its upper-case form)::
 
-    stream <PREFIX>_RUNS   subject <prefix>.runs        retention WorkQueue, dedupe on Nats-Msg-Id
+    stream <PREFIX>_RUNS   subjects <prefix>.runs.<id>  retention WorkQueue, dedupe on Nats-Msg-Id
       └ durable pull consumer "workers"                  AckExplicit, AckWait = visibility timeout
-    stream <PREFIX>_DLQ    subjects <prefix>.dlq.<id>   retention Limits, MaxMsgsPerSubject = 1
+    stream <PREFIX>_DLQ    subjects <prefix>.dlq.<id>   retention Limits, MaxMsgsPerSubject = 1,
+                                                        MaxAge = dead-letter retention
+
+Each run's messages have a subject of their own (``<id>`` is ``subject_token(run id)``). A work
+queue stream deletes a message when it is acked, so "does the run still have a live message"
+(waiting, in flight or waiting out a nak delay) is one last-by-subject lookup: ``live()``, which
+the rescuer asks before it publishes a run again. Nats-Msg-Id is the run id plus a digest of the
+body, and the body names the run's enqueue generation: resending the same publication inside the
+duplicate window collapses, a new publication of the run (after a retry or a rescue) does not.
 
 A delivery, as this process sees it::
 
@@ -34,15 +42,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import re
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import nats.errors
@@ -61,8 +71,11 @@ from nats.js.api import (
     StreamConfig,
 )
 
+from onthedot.domain.clock import Clock, SystemClock
 from onthedot.domain.errors import BackendError, ConfigError
 from onthedot.queue.base import DeadLetter, Delivery
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +143,11 @@ def subject_token(message_id: str) -> str:
     return "".join(out) or "_"
 
 
+def dedupe_id(message_id: str, body: bytes) -> str:
+    """Nats-Msg-Id of one publication: the same id and body collapse inside the window."""
+    return f"{message_id}:{hashlib.blake2b(body, digest_size=8).hexdigest()}"
+
+
 def stream_names(prefix: str) -> tuple[str, str]:
     """The run stream and the dead-letter stream of one deployment prefix."""
     return f"{prefix.upper()}_RUNS", f"{prefix.upper()}_DLQ"
@@ -160,7 +178,9 @@ class NatsQueue:
                  visibility_timeout: float = 30.0, max_deliver: int = -1, replicas: int = 1,
                  duplicate_window_seconds: float = 120.0,
                  max_ack_pending: int = DEFAULT_MAX_ACK_PENDING,
-                 open_timeout: float = OPEN_TIMEOUT_SECONDS) -> None:
+                 open_timeout: float = OPEN_TIMEOUT_SECONDS,
+                 dead_letter_max_age_seconds: float = 0.0,
+                 clock: Clock | None = None) -> None:
         if not _PREFIX_RE.fullmatch(prefix):
             raise ConfigError(f"bad NATS prefix {prefix!r}", field="prefix",
                               expected="lower-case letters, digits, '_' or '-'")
@@ -177,8 +197,11 @@ class NatsQueue:
         self.duplicate_window_seconds = duplicate_window_seconds
         self.max_ack_pending = max_ack_pending
         self.open_timeout = open_timeout
+        self.dead_letter_max_age_seconds = dead_letter_max_age_seconds  # 0: kept for ever
+        self.clock = clock or SystemClock()
         self.runs_stream, self.dlq_stream = stream_names(prefix)
-        self.runs_subject = f"{prefix}.runs"
+        self.runs_subject = f"{prefix}.runs"  # version 1 published every run here
+        self._run_prefix = f"{prefix}.runs."
         self.dlq_subjects = f"{prefix}.dlq.>"
         self._dlq_prefix = f"{prefix}.dlq."
         self._next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{self.runs_stream}.{CONSUMER}"
@@ -217,22 +240,38 @@ class NatsQueue:
         self._js = nc.jetstream(timeout=REQUEST_TIMEOUT_SECONDS)
         try:
             await self._ensure_stream(StreamConfig(
-                name=self.runs_stream, subjects=[self.runs_subject],
+                name=self.runs_stream, subjects=[self.runs_subject, self._run_prefix + ">"],
                 retention=RetentionPolicy.WORK_QUEUE, storage=StorageType.FILE,
                 num_replicas=self.replicas, duplicate_window=self.duplicate_window_seconds))
             await self._ensure_stream(StreamConfig(
                 name=self.dlq_stream, subjects=[self.dlq_subjects],
                 retention=RetentionPolicy.LIMITS, storage=StorageType.FILE,
-                num_replicas=self.replicas, max_msgs_per_subject=1))
-            with _driver_errors("consumer create"):
-                await self._js.add_consumer(self.runs_stream, ConsumerConfig(
-                    name=CONSUMER, durable_name=CONSUMER, filter_subject=self.runs_subject,
-                    deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.EXPLICIT,
-                    ack_wait=self.visibility_timeout, max_deliver=self.max_deliver,
-                    max_ack_pending=self.max_ack_pending))
+                num_replicas=self.replicas, max_msgs_per_subject=1,
+                max_age=self.dead_letter_max_age_seconds or None))
+            await self._ensure_consumer()
         except BaseException:
             await self.close()
             raise
+
+    async def _ensure_consumer(self) -> None:
+        """The consumer takes every subject of the stream. One made by version 1 filtered on
+        ``<prefix>.runs`` alone; a server that cannot change a filter in place (before 2.10) gets
+        it deleted and made again, its unacked messages then going to the new consumer."""
+        js = self._need_js()
+        config = ConsumerConfig(
+            name=CONSUMER, durable_name=CONSUMER, deliver_policy=DeliverPolicy.ALL,
+            ack_policy=AckPolicy.EXPLICIT, ack_wait=self.visibility_timeout,
+            max_deliver=self.max_deliver, max_ack_pending=self.max_ack_pending)
+        with _driver_errors("consumer create"):
+            try:
+                info = await js.consumer_info(self.runs_stream, CONSUMER)
+            except nats.js.errors.NotFoundError:
+                info = None
+            if info is not None and info.config.filter_subject:
+                log.warning("NATS consumer %s filters on %s (onthedot 0.1); making it again",
+                            CONSUMER, info.config.filter_subject)
+                await js.delete_consumer(self.runs_stream, CONSUMER)
+            await js.add_consumer(self.runs_stream, config)
 
     async def _ensure_stream(self, config: StreamConfig) -> None:
         js = self._need_js()
@@ -269,24 +308,50 @@ class NatsQueue:
         await self.send_many([(message_id, body)])
 
     async def send_many(self, messages: list[tuple[str, bytes]]) -> None:
-        """Each message is acknowledged by the stream before this returns. Nats-Msg-Id = message
-        id, so a resend inside the duplicate window collapses into the first copy."""
-        for start in range(0, len(messages), PUBLISH_CONCURRENCY):
-            chunk = messages[start:start + PUBLISH_CONCURRENCY]
-            results = await asyncio.gather(
-                *(self._publish_run(mid, mid, body) for mid, body in chunk),
-                return_exceptions=True)
+        """Each message is acknowledged by the stream before this returns. A resend of the same
+        id and body inside the duplicate window collapses into the first copy (``dedupe_id``)."""
+        await self._gathered([self._publish_run(mid, dedupe_id(mid, body), body)
+                              for mid, body in messages])
+
+    async def _gathered(self, calls: list[Coroutine[Any, Any, T]]) -> list[T]:
+        """Run the calls PUBLISH_CONCURRENCY at a time; the first failure is raised."""
+        out: list[T] = []
+        for start in range(0, len(calls), PUBLISH_CONCURRENCY):
+            results = await asyncio.gather(*calls[start:start + PUBLISH_CONCURRENCY],
+                                           return_exceptions=True)
             for result in results:
                 if isinstance(result, BaseException):
+                    for pending in calls[start + PUBLISH_CONCURRENCY:]:
+                        pending.close()
                     raise result
+                out.append(result)
+        return out
 
-    async def _publish_run(self, message_id: str, dedupe_id: str, body: bytes) -> None:
+    async def _publish_run(self, message_id: str, dedupe: str, body: bytes) -> None:
         if "\r" in message_id or "\n" in message_id:
             raise ValueError("a message id must be one line")
         js = self._need_js()
         with _driver_errors("publish"):
-            await js.publish(self.runs_subject, body, stream=self.runs_stream,
-                             headers={HEADER_DEDUPE: dedupe_id, HEADER_MESSAGE_ID: message_id})
+            await js.publish(self._run_subject(message_id), body, stream=self.runs_stream,
+                             headers={HEADER_DEDUPE: dedupe, HEADER_MESSAGE_ID: message_id})
+
+    async def live(self, message_ids: list[str]) -> set[str]:
+        """The ids with a message in the stream: waiting, in flight or nak-delayed (acked and
+        terminated messages are gone from a work queue stream)."""
+        found = await self._gathered([self._has_message(mid) for mid in message_ids])
+        return {mid for mid, present in zip(message_ids, found, strict=True) if present}
+
+    async def _has_message(self, message_id: str) -> bool:
+        js = self._need_js()
+        with _driver_errors("message lookup"):
+            try:
+                await js.get_msg(self.runs_stream, subject=self._run_subject(message_id))
+            except nats.js.errors.NotFoundError:
+                return False
+        return True
+
+    def _run_subject(self, message_id: str) -> str:
+        return self._run_prefix + subject_token(message_id)
 
     # -- receiving ---------------------------------------------------------------------------
 
@@ -463,7 +528,7 @@ class NatsQueue:
         headers = {
             HEADER_MESSAGE_ID: delivery.message_id,
             HEADER_REASON: quote(reason[:MAX_REASON_CHARS], safe=_REASON_SAFE),
-            HEADER_DEAD_AT: datetime.now(UTC).isoformat(),
+            HEADER_DEAD_AT: self.clock.now().isoformat(),
             HEADER_DELIVERIES: str(delivery.delivery_count),
         }
         with _driver_errors("dead-letter publish"):
@@ -517,7 +582,7 @@ class NatsQueue:
         message_id = headers.get(HEADER_MESSAGE_ID) or (msg.subject or "")[len(self._dlq_prefix):]
         dead_at_text = headers.get(HEADER_DEAD_AT)
         dead_at = (datetime.fromisoformat(dead_at_text) if dead_at_text
-                   else msg.time or datetime.now(UTC))
+                   else msg.time or self.clock.now())
         return DeadLetter(message_id=message_id, body=msg.data or b"",
                           reason=unquote(headers.get(HEADER_REASON, "")), dead_at=dead_at)
 
@@ -548,6 +613,9 @@ class NatsQueue:
 
     def _dlq_subject(self, message_id: str) -> str:
         return self._dlq_prefix + subject_token(message_id)
+
+    async def prune(self, before: datetime) -> int:
+        return 0  # the dead-letter stream's MaxAge expires them
 
     # -- observing ---------------------------------------------------------------------------
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import secrets
 import sqlite3
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from onthedot.domain.clock import Clock, SystemClock
 from onthedot.queue.base import DeadLetter, Delivery
@@ -134,6 +135,15 @@ class TableQueue:
         if moved:
             self._wakeup.set()
         return moved
+
+    async def live(self, message_ids: list[str]) -> set[str]:
+        ids = json.dumps(message_ids)
+        rows = await self._db.run(lambda c: c.execute(Q["live"], {"ids": ids}).fetchall())
+        return {str(r["message_id"]) for r in rows}
+
+    async def prune(self, before: datetime) -> int:
+        params = {"before": ts(before)}
+        return await self._db.write(lambda c: c.execute(Q["prune_dead_letters"], params).rowcount)
 
     async def depth(self) -> int:
         row = await self._db.run(lambda c: c.execute(Q["depth"]).fetchone())

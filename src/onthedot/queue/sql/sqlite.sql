@@ -65,5 +65,11 @@ ON CONFLICT (message_id) DO NOTHING
 -- name: redrive_delete
 DELETE FROM queue_dead_letters WHERE message_id = :message_id
 
+-- name: live
+SELECT message_id FROM queue_messages WHERE message_id IN (SELECT value FROM json_each(:ids))
+
+-- name: prune_dead_letters
+DELETE FROM queue_dead_letters WHERE dead_at < :before
+
 -- name: depth
 SELECT count(*) AS n FROM queue_messages

@@ -2,7 +2,8 @@
 small client of the REST API.
 
 Server side: ``serve`` (API + every background role), ``api``, ``watcher``, ``worker``,
-``recurring``, ``migrate``, ``token create``, ``mcp`` (MCP over stdio). Offline: ``parse``.
+``recurring``, ``rescuer``, ``migrate``, ``token create``, ``mcp`` (MCP over stdio). Offline:
+``parse``.
 Client side: ``jobs create|list|get|pause|resume|delete|run|runs`` and ``chat`` against a running
 server.
 
@@ -125,7 +126,8 @@ def _settings(**flags: Any) -> Settings:
 @_store_options
 @_workers_option
 def serve(**flags: Any) -> None:
-    """Run the API and every background role (watcher, workers, recurring) in one process."""
+    """Run the API and every background role (watcher, workers, recurring, rescuer) in one
+    process."""
     from onthedot.runtime import ROLES
 
     asyncio.run(_serve(_settings(**flags), ROLES))
@@ -166,6 +168,14 @@ def worker(**flags: Any) -> None:
 def recurring(**flags: Any) -> None:
     """Run the recurring watcher only: schedule the next occurrence of recurring jobs."""
     asyncio.run(serve_roles(_settings(**flags), ("recurring",)))
+
+
+@cli.command()
+@_store_options
+def rescuer(**flags: Any) -> None:
+    """Run the rescuer only: hand back stranded runs (retries that fell due, runs whose worker
+    or message was lost) and prune history past retention."""
+    asyncio.run(serve_roles(_settings(**flags), ("rescuer",)))
 
 
 @cli.command()
@@ -281,11 +291,12 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
 
 async def _migrate(settings: Settings) -> None:
     from onthedot.domain.clock import SystemClock
-    from onthedot.runtime import build_queue, build_store
+    from onthedot.runtime import build_queue, build_store, pin_shard_count
 
     store = build_store(settings)
     try:
         await store.migrate()
+        await pin_shard_count(store, settings)
         queue = build_queue(settings, SystemClock())
         await queue.open()  # creates the table queue's tables
         await queue.close()

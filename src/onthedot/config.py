@@ -19,8 +19,9 @@ class Settings(BaseSettings):
                                  "the tables; created by migrate if missing")
     partition_ahead_days: int = Field(7, ge=0, description="PostgreSQL: daily job_runs "
                                       "partitions kept ready ahead of now")
-    retention_days: int = Field(30, ge=1, description="PostgreSQL: finished run history older "
-                                "than this is dropped with its daily partition")
+    retention_days: int = Field(30, ge=1, le=36_500, description="finished runs, read run "
+                                "events, finished jobs and dead letters older than this are "
+                                "deleted (PostgreSQL also drops whole daily partitions)")
     database_pool_size: int = Field(10, ge=1, description="PostgreSQL: connections per process")
     queue_prefix: str = Field("onthedot", pattern=r"^[a-z0-9][a-z0-9_-]*$",
                               description="NATS: stream and subject prefix (one per deployment)")
@@ -42,7 +43,11 @@ class Settings(BaseSettings):
     misfire_grace: float = Field(60.0, ge=0, description="seconds late before a run counts as "
                                  "missed and a job with misfire_policy=skip skips it")
     republish_after: float = Field(60.0, gt=0, description="seconds an ENQUEUED run may wait "
-                                   "before the watcher publishes it again (lost publish)")
+                                   "before the rescuer asks the queue whether its message still "
+                                   "exists, and publishes it again if not")
+    rescue_interval: float = Field(1.0, gt=0, le=60.0, description="seconds between two "
+                                   "sweeps of the rescuer (retries that fell due, expired "
+                                   "leases, lost messages, runs behind a watermark)")
     shutdown_grace: float = Field(30.0, ge=0, description="seconds in-flight runs get to finish "
                                   "on SIGTERM")
     default_timezone: str = Field("UTC", description="timezone of jobs that name none")

@@ -1,7 +1,8 @@
 """Wiring: settings -> store, queue, service and the background roles of one process.
 
-``onthedot serve`` runs every role in one process; ``onthedot api|watcher|worker|recurring``
-run one each. Whatever runs, it is the same objects built here.
+``onthedot serve`` runs every role in one process; ``onthedot
+api|watcher|worker|recurring|rescuer`` run one each. Whatever runs, it is the same objects
+built here.
 """
 
 from __future__ import annotations
@@ -24,15 +25,16 @@ from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue
 from onthedot.service import JobService
 from onthedot.store.base import Store
-from onthedot.watcher import Dispatcher, RecurringWatcher
+from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
 from onthedot.worker import Worker
 
 log = logging.getLogger("onthedot")
 
-ROLES = ("watcher", "worker", "recurring")
+ROLES = ("watcher", "worker", "recurring", "rescuer")
+SHARDS_SETTING = "shards"
 
 
-def build_store(settings: Settings) -> Store:
+def build_store(settings: Settings, clock: Clock | None = None) -> Store:
     url = settings.database_url
     if url.startswith(("postgresql://", "postgres://")):
         from onthedot.store.postgres import PostgresStore
@@ -40,11 +42,11 @@ def build_store(settings: Settings) -> Store:
         return PostgresStore(url, schema=settings.database_schema,
                              partition_ahead_days=settings.partition_ahead_days,
                              retention_days=settings.retention_days,
-                             pool_max=settings.database_pool_size)
+                             pool_max=settings.database_pool_size, clock=clock)
     if url.startswith("sqlite:") or "://" not in url:
         from onthedot.store.sqlite import SqliteStore
 
-        return SqliteStore(url)
+        return SqliteStore(url, clock)
     raise ConfigError(f"unsupported database url {url!r}", field="database_url",
                       expected="sqlite:///path.db or postgresql://user@host:5432/db")
 
@@ -62,9 +64,23 @@ def build_queue(settings: Settings, clock: Clock) -> Queue:
         from onthedot.queue.nats import NatsQueue
 
         return NatsQueue(url, visibility_timeout=settings.visibility_timeout,
-                         replicas=settings.queue_replicas, prefix=settings.queue_prefix)
+                         replicas=settings.queue_replicas, prefix=settings.queue_prefix,
+                         dead_letter_max_age_seconds=settings.retention_days * 86400.0,
+                         clock=clock)
     raise ConfigError(f"unsupported queue url {url!r}", field="queue_url",
                       expected="nats://host:4222 (or unset for the table queue)")
+
+
+async def pin_shard_count(store: Store, settings: Settings) -> None:
+    """The shard count is part of every stored run (its shard): the first process writes it
+    to the database, and a process configured with another count refuses to start rather than
+    leave runs in shards no watcher owns."""
+    stored = await store.deployment_pin(SHARDS_SETTING, str(settings.shards))
+    if stored != str(settings.shards):
+        raise ConfigError(
+            f"this database was set up with {stored} shards, but this process is configured "
+            f"with ONTHEDOT_SHARDS={settings.shards}; every process of a deployment must use "
+            "the same count", field="shards", expected=stored)
 
 
 @dataclass
@@ -80,6 +96,7 @@ class Runtime:
                            f"{secrets.token_hex(3)}")
     dispatcher: Dispatcher | None = None
     recurring: RecurringWatcher | None = None
+    rescuer: Rescuer | None = None
     worker: Worker | None = None
     _watcher_store: Store | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -90,10 +107,15 @@ class Runtime:
                    actions: ActionRegistry | None = None) -> Runtime:
         clock = clock or SystemClock()
         actions = actions or default_registry()
-        store = build_store(settings)
+        store = build_store(settings, clock)
         queue = build_queue(settings, clock)
-        await store.migrate()
-        await queue.open()
+        try:
+            await store.migrate()
+            await pin_shard_count(store, settings)
+            await queue.open()
+        except BaseException:
+            await store.close()
+            raise
         metrics = Metrics()
         service = JobService(store, queue, clock, settings, actions, metrics=metrics)
         return cls(settings=settings, clock=clock, store=store, queue=queue, service=service,
@@ -108,7 +130,7 @@ class Runtime:
         if "watcher" in wanted and self.dispatcher is None:
             # Its own store connection: in one process the workers' writes would otherwise
             # queue in front of every claim and delay dispatch.
-            self._watcher_store = build_store(self.settings)
+            self._watcher_store = build_store(self.settings, self.clock)
             self.dispatcher = Dispatcher(self._watcher_store, self.queue, self.clock,
                                          self.settings, self.metrics, self.member_id)
             self.service.set_due_soon_hook(self.dispatcher.wake)
@@ -117,6 +139,10 @@ class Runtime:
             self.recurring = RecurringWatcher(self.store, self.clock, self.settings,
                                               self.member_id)
             self._spawn(self.recurring.run(self._stop), "recurring")
+        if "rescuer" in wanted and self.rescuer is None:
+            self.rescuer = Rescuer(self.store, self.queue, self.clock, self.settings,
+                                   self.metrics, self.member_id)
+            self._spawn(self.rescuer.run(self._stop), "rescuer")
         if "worker" in wanted and self.worker is None:
             self.worker = Worker(self.store, self.queue, self.clock, self.settings,
                                  self.actions, self.metrics)
@@ -134,7 +160,7 @@ class Runtime:
         self._tasks = []
         if self.worker is not None:
             await self.worker.drain(grace)
-        self.dispatcher = self.recurring = self.worker = None
+        self.dispatcher = self.recurring = self.rescuer = self.worker = None
         if self._watcher_store is not None:
             await self._watcher_store.close()
             self._watcher_store = None

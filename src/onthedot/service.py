@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
@@ -30,7 +30,7 @@ from onthedot.domain.models import (
     RunStatus,
 )
 from onthedot.metrics import Metrics
-from onthedot.queue.base import Queue
+from onthedot.queue.base import Queue, run_message
 from onthedot.schedule import Schedule, compile_schedule, job_schedule
 from onthedot.store.base import JobListQuery, JobSave, Store
 
@@ -39,6 +39,7 @@ MAX_PAGE_SIZE = 100
 MAX_NAME_CHARS = 200
 MAX_TIMEOUT_SECONDS = 3600.0
 MAX_ATTEMPTS_LIMIT = 100
+MAX_CHANGE_ATTEMPTS = 10  # a change that keeps losing the compare-and-set is answered 409
 DUE_SOON_SECONDS = 5.0  # runs due this soon are announced to the in-process watcher
 
 
@@ -144,91 +145,120 @@ class JobService:
         return Page(items=views, next_page_token=token)
 
     # --- change --------------------------------------------------------------------------
+    # Every change is planned from the job as read and saved as a compare-and-set on its
+    # version; a plan that lost a race is made again from the new state (see _change).
+
     async def update_job(self, user_id: str, job_id: str, patch: JobPatch) -> JobView:
-        job = await self._job(user_id, job_id)
-        if job.status is JobStatus.CANCELLED:
-            raise ConflictError("a deleted job cannot be changed", code="job_cancelled",
-                                field="job_id", expected="a job that is not cancelled")
-        spec = self._validated(JobSpec(
-            action=patch.action if patch.action is not None else job.action,
-            params=patch.params if patch.params is not None else job.params,
-            name=patch.name if patch.name is not None else job.name,
-            retry_policy=patch.retry_policy or job.retry_policy,
-            misfire_policy=patch.misfire_policy or job.misfire_policy,
-            timeout_seconds=(job.timeout_seconds if patch.timeout_seconds is None
-                             else patch.timeout_seconds),
-        ))
-        now = self.clock.now()
-        updated = replace(job, name=spec.name or job.name, action=spec.action, params=spec.params,
-                          retry_policy=spec.retry_policy, misfire_policy=spec.misfire_policy,
-                          timeout_seconds=spec.timeout_seconds, updated_at=now)
-        if patch.params is None or patch.params == job.params:
-            await self.store.job_save(JobSave(job=updated))
-            return await self._view(updated)
-        # A new schedule replaces the pending run (a finished one-time job comes back to life).
-        schedule = self._compile(spec.params, anchor=job.created_at, now=now)
-        if job.status is JobStatus.PAUSED:
-            await self.store.job_save(JobSave(job=updated))
-            return await self._view(updated)
-        first_at = self._first_occurrence(spec.params, schedule, now)
-        updated = replace(updated, status=JobStatus.SCHEDULED, next_run_at=first_at)
-        run = self._new_run(job.job_id, first_at, "scheduled")
-        await self.store.job_save(JobSave(job=updated, cancel_open_runs=True, insert_run=run))
-        self._due_soon(first_at)
-        return await self._view(updated)
+        async def plan(job: Job) -> JobSave:
+            if job.status is JobStatus.CANCELLED:
+                raise ConflictError("a deleted job cannot be changed", code="job_cancelled",
+                                    field="job_id", expected="a job that is not cancelled")
+            spec = self._validated(JobSpec(
+                action=patch.action if patch.action is not None else job.action,
+                params=patch.params if patch.params is not None else job.params,
+                name=patch.name if patch.name is not None else job.name,
+                retry_policy=patch.retry_policy or job.retry_policy,
+                misfire_policy=patch.misfire_policy or job.misfire_policy,
+                timeout_seconds=(job.timeout_seconds if patch.timeout_seconds is None
+                                 else patch.timeout_seconds),
+            ))
+            now = self.clock.now()
+            updated = replace(job, name=spec.name or job.name, action=spec.action,
+                              params=spec.params, retry_policy=spec.retry_policy,
+                              misfire_policy=spec.misfire_policy,
+                              timeout_seconds=spec.timeout_seconds, updated_at=now)
+            if patch.params is None or patch.params == job.params:
+                return JobSave(job=updated)
+            # A new schedule replaces the pending run (a finished one-time job comes back to
+            # life); a paused job keeps it for its resume.
+            schedule = self._compile(spec.params, anchor=job.created_at, now=now)
+            if job.status is JobStatus.PAUSED:
+                return JobSave(job=updated)
+            first_at = self._first_occurrence(spec.params, schedule, now)
+            updated = replace(updated, status=JobStatus.SCHEDULED, next_run_at=first_at)
+            return JobSave(job=updated, cancel_open_runs=True,
+                           insert_run=self._new_run(job.job_id, first_at, "scheduled"))
+
+        return await self._view(await self._change(user_id, job_id, plan))
 
     async def delete_job(self, user_id: str, job_id: str) -> None:
-        job = await self._job(user_id, job_id)
-        if job.status is JobStatus.CANCELLED:
-            return
-        cancelled = replace(job, status=JobStatus.CANCELLED, next_run_at=None,
-                            updated_at=self.clock.now())
-        await self.store.job_save(JobSave(job=cancelled, cancel_open_runs=True,
-                                          cancel_manual_runs=True))
+        async def plan(job: Job) -> JobSave | None:
+            if job.status is JobStatus.CANCELLED:
+                return None
+            cancelled = replace(job, status=JobStatus.CANCELLED, next_run_at=None,
+                                updated_at=self.clock.now())
+            return JobSave(job=cancelled, cancel_open_runs=True, cancel_manual_runs=True)
+
+        await self._change(user_id, job_id, plan)
 
     async def pause_job(self, user_id: str, job_id: str) -> JobView:
-        job = await self._job(user_id, job_id)
-        if job.status is JobStatus.PAUSED:
-            return await self._view(job)
-        if job.status is not JobStatus.SCHEDULED:
-            raise ConflictError(f"a {job.status.value} job cannot be paused", code="not_pausable",
-                                field="status", expected="a scheduled job")
-        paused = replace(job, status=JobStatus.PAUSED, next_run_at=None,
-                         updated_at=self.clock.now())
-        await self.store.job_save(JobSave(job=paused, cancel_open_runs=True))
-        return await self._view(paused)
+        async def plan(job: Job) -> JobSave | None:
+            if job.status is JobStatus.PAUSED:
+                return None
+            if job.status is not JobStatus.SCHEDULED:
+                raise ConflictError(f"a {job.status.value} job cannot be paused",
+                                    code="not_pausable", field="status",
+                                    expected="a scheduled job")
+            paused = replace(job, status=JobStatus.PAUSED, next_run_at=None,
+                             updated_at=self.clock.now())
+            return JobSave(job=paused, cancel_open_runs=True)
+
+        return await self._view(await self._change(user_id, job_id, plan))
 
     async def resume_job(self, user_id: str, job_id: str) -> JobView:
-        job = await self._job(user_id, job_id)
-        if job.status is JobStatus.SCHEDULED:
-            return await self._view(job)
-        if job.status is not JobStatus.PAUSED:
-            raise ConflictError(f"a {job.status.value} job cannot be resumed",
-                                code="not_resumable", field="status", expected="a paused job")
-        now = self.clock.now()
-        next_at = await self._resume_occurrence(job, now)
-        resumed = replace(job, status=JobStatus.SCHEDULED, next_run_at=next_at, updated_at=now)
-        run = None if next_at is None else self._new_run(job.job_id, next_at, "scheduled")
-        if run is None:
-            resumed = replace(resumed, status=JobStatus.COMPLETED)
-        await self.store.job_save(JobSave(job=resumed, insert_run=run))
-        if next_at is not None:
-            self._due_soon(next_at)
-        return await self._view(resumed)
+        async def plan(job: Job) -> JobSave | None:
+            if job.status is JobStatus.SCHEDULED:
+                return None
+            if job.status is not JobStatus.PAUSED:
+                raise ConflictError(f"a {job.status.value} job cannot be resumed",
+                                    code="not_resumable", field="status",
+                                    expected="a paused job")
+            now = self.clock.now()
+            next_at = await self._resume_occurrence(job, now)
+            if next_at is None:
+                return JobSave(job=replace(job, status=JobStatus.COMPLETED, next_run_at=None,
+                                           updated_at=now))
+            resumed = replace(job, status=JobStatus.SCHEDULED, next_run_at=next_at,
+                              updated_at=now)
+            return JobSave(job=resumed,
+                           insert_run=self._new_run(job.job_id, next_at, "scheduled"))
+
+        return await self._view(await self._change(user_id, job_id, plan))
 
     async def run_job_now(self, user_id: str, job_id: str) -> JobRun:
-        job = await self._job(user_id, job_id)
-        if job.status is JobStatus.CANCELLED:
-            raise ConflictError("a deleted job cannot run", code="job_cancelled",
-                                field="job_id", expected="a job that is not cancelled")
         now = self.clock.now()
-        run = self._new_run(job.job_id, now, "manual")
-        if not await self.store.run_insert(run):
-            # A run of this job at this very instant exists (same deterministic id): that one
-            # is the run; do not report a PENDING run that was never written.
-            return await self.store.run_get(run.run_id) or run
-        self._due_soon(now)
-        return run
+        manual = self._new_run(job_id, now, "manual")
+
+        async def plan(job: Job) -> JobSave:
+            if job.status is JobStatus.CANCELLED:
+                raise ConflictError("a deleted job cannot run", code="job_cancelled",
+                                    field="job_id", expected="a job that is not cancelled")
+            # Saved with the job (its version bumped), so a delete landing at the same moment
+            # either cancels this run or comes first and refuses it.
+            return JobSave(job=job, insert_run=manual)
+
+        await self._change(user_id, job_id, plan)
+        # A run of this job at this very instant may have existed (same deterministic id):
+        # report the stored one, not a PENDING run that was never written.
+        return await self.store.run_get(manual.run_id) or manual
+
+    async def _change(self, user_id: str, job_id: str,
+                      plan: Callable[[Job], Awaitable[JobSave | None]]) -> Job:
+        """Read the job, plan the change, save it as a compare-and-set on the version read;
+        when another change landed in between, plan again from the new state."""
+        for _ in range(MAX_CHANGE_ATTEMPTS):
+            job = await self._job(user_id, job_id)
+            save = await plan(job)
+            if save is None:
+                return job  # nothing to change (already paused, already deleted, ...)
+            saved = await self.store.job_save(save)
+            if saved is not None:
+                if save.insert_run is not None:
+                    self._due_soon(save.insert_run.scheduled_at)
+                return saved
+        raise ConflictError("the job kept changing while this request was applied",
+                            code="concurrent_change", field="job_id",
+                            expected="the same request again")
 
     # --- runs and dead letters -----------------------------------------------------------
     async def list_runs(self, user_id: str, job_id: str, *, page_size: int = 20,
@@ -356,11 +386,6 @@ class JobService:
         return replace(spec, name=name or None, params=params)
 
 
-def run_message(run: JobRun) -> bytes:
-    """The queue message body; workers re-read everything else from the store."""
-    return json.dumps({"run_id": run.run_id, "job_id": run.job_id}).encode()
-
-
 def _default_name(spec: JobSpec) -> str:
     action = spec.action
     text = action.get("text") or action.get("prompt") or action.get("url") or action["type"]
@@ -411,5 +436,4 @@ def _decode_token(token: str | None, kind: str) -> str | None:
     return value
 
 
-__all__ = ["JobPatch", "JobService", "JobSpec", "JobView", "Page",
-           "run_message"]
+__all__ = ["JobPatch", "JobService", "JobSpec", "JobView", "Page"]

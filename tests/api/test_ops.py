@@ -39,11 +39,12 @@ async def test_metrics(client: httpx.AsyncClient) -> None:
     assert response.headers["content-type"].startswith("text/plain")
     text = response.text
     assert "onthedot_jobs_created_total 2.0" in text
-    assert 'onthedot_runs{status="PENDING"} 1.0' in text
-    assert 'onthedot_runs{status="CANCELLED"} 1.0' in text
-    assert 'onthedot_runs{status="SUCCEEDED"} 0.0' in text
+    assert 'onthedot_runs{status="PENDING"} 1.0' in text  # the paused job's run is cancelled
+    assert 'onthedot_runs{status="RETRYING"} 0.0' in text
+    assert 'status="CANCELLED"' not in text  # history is not counted at scrape time
     assert "onthedot_queue_depth 0.0" in text
     assert "onthedot_dead_letters 0.0" in text
+    assert "onthedot_run_event_lag_seconds 0.0" in text
     assert "onthedot_dispatch_lateness_seconds_bucket" in text
 
 

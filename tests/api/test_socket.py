@@ -49,7 +49,8 @@ def test_an_immediate_job_fires_and_its_run_is_visible(server: LiveServer,
         wait_until(lambda: http.get(f"/v1/jobs/{job_id}").json()["status"] == "completed", 15,
                    "the job to complete")
         assert http.get(f"/v1/jobs/{job_id}").json()["last_run"]["run_id"] == run["run_id"]
-        assert 'onthedot_runs{status="SUCCEEDED"} 1.0' in http.get("/metrics").text
+        assert ('onthedot_runs_finished_total{status="SUCCEEDED"} 1.0'
+                in http.get("/metrics").text)
         assert http.get("/readyz").json()["status"] == "ready"
 
 

@@ -1,22 +1,29 @@
-"""An in-process engine on a real SQLite file, driven tick by tick with a fake clock."""
+"""An in-process engine driven tick by tick with a fake clock: ``engine`` on a real SQLite file
+with its table queue; ``both`` on that and on PostgreSQL with NATS JetStream."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from onthedot.config import Settings
 from onthedot.domain.clock import FakeClock
 from onthedot.domain.models import JobParams
+from onthedot.queue.nats import delete_streams
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec, JobView
-from onthedot.watcher import Dispatcher, RecurringWatcher
+from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
 from onthedot.worker import Worker
+from tests.conformance.conftest import PG_DSN, drop_pg_schema, new_pg_schema
 from tests.support.webhook import WebhookReceiver
+
+NATS_URL = "nats://127.0.0.1:4222"
 
 START = datetime(2026, 6, 22, 0, 0, 30, tzinfo=UTC)
 
@@ -28,11 +35,13 @@ class Engine:
     dispatcher: Dispatcher
     worker: Worker
     recurring: RecurringWatcher
+    rescuer: Rescuer
 
     async def tick(self) -> int:
         """One round of every role; returns how much work was done."""
         await self.dispatcher.refresh_shards()
         work = await self.dispatcher.run_once()
+        work += (await self.rescuer.run_once()).total
         work += await self.worker.run_once(1000)
         work += await self.recurring.run_once()
         return work
@@ -67,10 +76,43 @@ async def engine(db_url: str) -> AsyncIterator[Engine]:
         dispatcher=Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "w1"),
         worker=Worker(rt.store, rt.queue, clock, settings, rt.actions, rt.metrics),
         recurring=RecurringWatcher(rt.store, clock, settings, "r1"),
+        rescuer=Rescuer(rt.store, rt.queue, clock, settings, rt.metrics, "x1"),
     )
     yield engine
     await engine.worker.aclose()
     await rt.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres,
+                                                                   pytest.mark.nats])])
+async def both(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Engine]:
+    clock = FakeClock(START)
+    extra: dict[str, Any] = {}
+    schema = prefix = None
+    if request.param == "sqlite":
+        extra["database_url"] = f"sqlite:///{tmp_path}/onthedot.db"
+    else:
+        schema, prefix = new_pg_schema(), f"t{secrets.token_hex(6)}"
+        extra.update(database_url=PG_DSN, database_schema=schema, queue_url=NATS_URL,
+                     queue_prefix=prefix)
+    settings = Settings(visibility_timeout=30, misfire_grace=60, **extra)
+    rt = await Runtime.open(settings, clock)
+    engine = Engine(
+        rt=rt, clock=clock,
+        dispatcher=Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "w1"),
+        worker=Worker(rt.store, rt.queue, clock, settings, rt.actions, rt.metrics),
+        recurring=RecurringWatcher(rt.store, clock, settings, "r1"),
+        rescuer=Rescuer(rt.store, rt.queue, clock, settings, rt.metrics, "x1"),
+    )
+    try:
+        yield engine
+    finally:
+        await engine.worker.aclose()
+        await rt.close()
+        if schema is not None:
+            await drop_pg_schema(schema)
+        if prefix is not None:
+            await delete_streams(NATS_URL, prefix)
 
 
 @pytest.fixture

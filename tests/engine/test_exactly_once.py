@@ -6,9 +6,8 @@ import asyncio
 from datetime import timedelta
 
 from onthedot.domain.models import JobParams, RunStatus
-from onthedot.queue.base import Delivery
-from onthedot.service import run_message
-from onthedot.store.base import RunClaim, RunFinish
+from onthedot.queue.base import Delivery, run_message
+from onthedot.store.base import ApplyResult, RunClaim, RunFinish
 from onthedot.watcher import RecurringWatcher
 from tests.engine.conftest import Engine
 
@@ -31,7 +30,7 @@ async def test_event_processed_twice_yields_one_next_run(engine: Engine) -> None
     # Replaying the already applied event changes nothing either.
     event = (await engine.rt.store.events_after(0, 10))[0]
     replay = await engine.recurring.decide(event, 0)
-    assert not await engine.rt.store.event_apply(replay)
+    assert await engine.rt.store.event_apply(replay) is ApplyResult.CURSOR_MOVED
     assert await _runs(engine, view.job.job_id) == [RunStatus.PENDING, RunStatus.SUCCEEDED]
 
 

@@ -70,8 +70,11 @@ async def test_worker_killed_mid_action_is_taken_over(tmp_path: Path, client_rt:
     victim = start_roles("worker", tmp_path, "worker-a", **_settings(tmp_path))
     procs.append(victim)
     wait_until(webhook.arrived.is_set, 20, "the first attempt to reach the webhook")
+    standby = start_roles("worker", tmp_path, "worker-b", **_settings(tmp_path))
+    procs.append(standby)
+    wait_until(lambda: "running worker" in standby.log(), 20, "the second worker to start")
+    killed_at = datetime.now(UTC)
     victim.kill()
-    procs.append(start_roles("worker", tmp_path, "worker-b", **_settings(tmp_path)))
 
     async def succeeded() -> bool:
         return await _run_status(client_rt, job_id) is RunStatus.SUCCEEDED
@@ -80,7 +83,50 @@ async def test_worker_killed_mid_action_is_taken_over(tmp_path: Path, client_rt:
     run = (await client_rt.service.list_runs("alice", job_id)).items[0]
     assert run.attempt == 2
     assert webhook.keys[run.run_id] == 2  # the same idempotency key both times
+    # Taken over within the visibility timeout of the last heartbeat (issue 8 §5: it once took
+    # two timeouts, when the store lease outlived the message's invisibility).
+    assert run.started_at is not None
+    takeover = (run.started_at - killed_at).total_seconds()
+    assert takeover <= VISIBILITY + 1.0, f"taken over {takeover:.2f}s after the kill"
     webhook.release()
+
+
+async def test_sigterm_with_every_slot_busy_exits_within_the_grace(
+        tmp_path: Path, client_rt: Runtime, procs: list[RoleProcess],
+        webhook: WebhookReceiver) -> None:
+    """Issue 8 §5: with every worker slot busy on a hanging webhook, the worker waited for a
+    free slot before it saw the stop flag: SIGTERM took the action's whole timeout (90 s)."""
+    webhook.hold_all = True
+    jobs = []
+    for _ in range(2):
+        view, _ = await client_rt.service.create_job("alice", JobSpec(
+            action={"type": "webhook", "url": webhook.url}, params=JobParams(type="immediate"),
+            timeout_seconds=90))
+        jobs.append(view.job.job_id)
+    grace = 1.0
+    procs.append(start_roles("watcher", tmp_path, "watcher", **_settings(tmp_path)))
+    worker = start_roles("worker", tmp_path, "worker", **_settings(tmp_path, workers=2,
+                                                                   shutdown_grace=grace))
+    procs.append(worker)
+    wait_until(lambda: webhook.count() == 2, 20, "both slots to hang in the webhook")
+
+    started = time.monotonic()
+    code = worker.terminate(timeout=30)
+    took = time.monotonic() - started
+
+    assert code == 0, worker.log()[-2000:]
+    assert took <= grace + 4.0, f"exited {took:.1f}s after SIGTERM with a {grace}s grace"
+    for job_id in jobs:  # handed back undone, the interrupted attempt not counted
+        run = (await client_rt.service.list_runs("alice", job_id)).items[0]
+        assert (run.status, run.attempt) == (RunStatus.ENQUEUED, 0)
+    webhook.hold_all = False
+    webhook.release()
+    procs.append(start_roles("worker", tmp_path, "worker-2", **_settings(tmp_path)))
+
+    async def all_done() -> bool:
+        return all([await _run_status(client_rt, j) is RunStatus.SUCCEEDED for j in jobs])
+
+    await async_wait_until(all_done, 30, "another worker to run both")
 
 
 async def test_zombie_worker_late_completion_is_rejected(tmp_path: Path, client_rt: Runtime,
@@ -124,12 +170,12 @@ async def test_service_down_when_runs_were_due(tmp_path: Path, client_rt: Runtim
     skip = await client_rt.service.create_job("alice", JobSpec(
         action={"type": "message", "text": "skip"},
         params=JobParams(type="one-time", time=due.isoformat()), misfire_policy="skip"))
-    service = start_roles("watcher,worker,recurring", tmp_path, "serve-1", **settings)
+    service = start_roles("watcher,worker,recurring,rescuer", tmp_path, "serve-1", **settings)
     procs.append(service)
     service.kill()  # the whole service dies before the runs are due
     wait_until(lambda: datetime.now(UTC) > due + timedelta(seconds=2), 10,
                "the runs to become due and pass the misfire grace")
-    procs.append(start_roles("watcher,worker,recurring", tmp_path, "serve-2", **settings))
+    procs.append(start_roles("watcher,worker,recurring,rescuer", tmp_path, "serve-2", **settings))
 
     async def both_final() -> bool:
         jobs = [await client_rt.service.get_job("alice", v.job.job_id) for v in (late[0], skip[0])]

@@ -38,16 +38,24 @@ async def test_failing_action_is_retried_then_dead_lettered(engine: Engine,
     assert run.status is RunStatus.RETRYING
     assert run.error == "webhook answered HTTP 500"
 
+    # The retry waits in the store, not in the queue: the queue only holds due runs.
+    assert run.retry_at is not None
+    assert await engine.rt.queue.depth() == 0
+
+    async def rescue_then_work() -> int:
+        await engine.rescuer.run_once()
+        return await engine.worker.run_once()
+
     # First retry waits 5–10 s (10 s step with jitter), the second 10–20 s: growing delays.
     engine.clock.advance(4.9)
-    assert await engine.worker.run_once() == 0
+    assert await rescue_then_work() == 0
     engine.clock.advance(5.2)
-    assert await engine.worker.run_once() == 1
+    assert await rescue_then_work() == 1
     assert webhook.count() == 2
     engine.clock.advance(9.9)
-    assert await engine.worker.run_once() == 0
+    assert await rescue_then_work() == 0
     engine.clock.advance(10.2)
-    assert await engine.worker.run_once() == 1
+    assert await rescue_then_work() == 1
     assert webhook.count() == 3
 
     run = (await engine.rt.service.list_runs("alice", view.job.job_id)).items[0]

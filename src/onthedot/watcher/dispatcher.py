@@ -3,8 +3,8 @@
 It ticks at least every ``tick_seconds`` and is woken early when a run due within the tick is
 created (in-process by the service, across processes by the store's due notice). Publishing
 happens after the claim commits, so a crash in between leaves ENQUEUED runs that were never
-published: every tick also republishes ENQUEUED runs older than ``republish_after``. Duplicate
-publishes collapse on the message id and are fenced by the worker's claim.
+published: the rescuer publishes those again once ``republish_after`` has passed and the queue
+confirms they have no message. Duplicate publishes are fenced by the worker's claim.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from datetime import datetime, timedelta
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
 from onthedot.metrics import Metrics
-from onthedot.queue.base import Queue
-from onthedot.service import run_message
+from onthedot.queue.base import Queue, run_message
 from onthedot.store.base import DueClaim, Store
 from onthedot.watcher.shards import assigned_shards
 
@@ -26,7 +25,6 @@ log = logging.getLogger("onthedot.watcher")
 
 MAINTAIN_EVERY_SECONDS = 3600.0  # partitions are daily; hourly keeps a day's margin
 CLAIM_BATCH = 1000  # runs claimed per shard per query; a full batch means "look again at once"
-STALE_CHECK_FRACTION = 0.25  # of republish_after, between two looks for lost publishes
 WHOLE_SECOND_MARGIN_SECONDS = 0.002  # wake this long after a whole second (clock granularity)
 MEMBER_GROUP = "watcher"
 
@@ -42,7 +40,6 @@ class Dispatcher:
         self.member_id = member_id
         self.owned: list[int] = []
         self._wake = asyncio.Event()
-        self._stale_checked: dict[int, datetime] = {}  # shard -> last look for lost publishes
         self._next_wake: datetime | None = None  # earliest known due instant before next tick
 
     def wake(self, due_at: datetime | None = None) -> None:
@@ -62,7 +59,8 @@ class Dispatcher:
         return self.owned
 
     async def run_once(self) -> int:
-        """One tick over every owned shard; returns how many runs were published."""
+        """One tick over every owned shard; returns how many runs were claimed (published or
+        skipped)."""
         published = 0
         for shard in self.owned:
             published += await self._dispatch_shard(shard)
@@ -73,30 +71,16 @@ class Dispatcher:
         claimed = await self.store.runs_claim_due(DueClaim(
             shard=shard, now=now, limit=CLAIM_BATCH,
             misfire_grace_seconds=self.settings.misfire_grace))
-        stale = []
-        if self._stale_check_due(shard, now):
-            stale = await self.store.runs_stale_enqueued(
-                shard, now - timedelta(seconds=self.settings.republish_after), now, CLAIM_BATCH)
-        runs = claimed.enqueued + stale
+        runs = claimed.enqueued
         if runs:
             await self.queue.send_many([(r.run_id, run_message(r)) for r in runs])
-        for run in claimed.enqueued:
+        for run in runs:
             self.metrics.dispatch_lateness.observe(max(0.0, (now - run.scheduled_at)
                                                        .total_seconds()))
-        if stale:
-            log.warning("republished %d runs of shard %d that waited over %gs", len(stale), shard,
-                        self.settings.republish_after)
-        return len(runs)
-
-    def _stale_check_due(self, shard: int, now: datetime) -> bool:
-        """Lost publishes are looked for a few times per ``republish_after``, not every tick:
-        on SQLite each look is a write transaction, 32 of them a second for nothing."""
-        last = self._stale_checked.get(shard)
-        every = timedelta(seconds=self.settings.republish_after * STALE_CHECK_FRACTION)
-        if last is not None and now - last < every:
-            return False
-        self._stale_checked[shard] = now
-        return True
+        for run in claimed.skipped:
+            log.info("run %s of job %s skipped: missed by more than %gs (misfire policy skip)",
+                     run.run_id, run.job_id, self.settings.misfire_grace)
+        return len(runs) + len(claimed.skipped)
 
     async def run(self, stop: asyncio.Event) -> None:
         lease_refresh_every = self.settings.shard_lease_seconds / 3

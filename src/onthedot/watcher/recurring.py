@@ -5,8 +5,11 @@ run (deterministic run id, insert-if-absent), computed after max(this occurrence
 occurrences coalesce into the one late run; a one-time or immediate job becomes completed or
 failed. The store applies the decision and advances the cursor in one transaction guarded by
 the cursor's old position, so an event processed twice (or a crash between insert and cursor
-advance) has its effect exactly once. Only the first live member of the group works; the
-others stand by.
+advance) has its effect exactly once. The decision is also guarded by the job's version: when
+a pause, delete or schedule change lands between reading the job and applying, nothing is
+written and the event is decided again from the new state. The next run is inserted only while
+the job has no other open scheduled run (a resume or a schedule change may have inserted one).
+Only the first live member of the group works; the others stand by.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from onthedot.config import Settings
 from onthedot.domain.clock import Clock
 from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
 from onthedot.schedule import job_schedule
-from onthedot.store.base import EventApply, Store
+from onthedot.store.base import ApplyResult, EventApply, Store
 
 log = logging.getLogger("onthedot.recurring")
 
 CONSUMER = "recurring"
 EVENT_BATCH = 500
+DECIDE_ATTEMPTS = 5  # per event and tick, when the job keeps changing under the decision
 
 
 class RecurringWatcher:
@@ -46,17 +50,28 @@ class RecurringWatcher:
         cursor = await self.store.cursor_get(CONSUMER)
         applied = 0
         for event in await self.store.events_after(cursor, EVENT_BATCH):
-            decision = await self.decide(event, cursor)
-            if not await self.store.event_apply(decision):
-                break  # another consumer moved the cursor; start over from the new position
+            result = await self._apply(event, cursor)
+            if result is not ApplyResult.APPLIED:
+                break  # the cursor moved (start over from there) or the job kept changing
             cursor = event.event_id
             applied += 1
         return applied
+
+    async def _apply(self, event: RunEvent, cursor: int) -> ApplyResult:
+        result = ApplyResult.JOB_CHANGED
+        for _ in range(DECIDE_ATTEMPTS):
+            result = await self.store.event_apply(await self.decide(event, cursor))
+            if result is not ApplyResult.JOB_CHANGED:
+                return result
+        log.warning("job %s changed %d times while event %d was applied; trying next tick",
+                    event.job_id, DECIDE_ATTEMPTS, event.event_id)
+        return result
 
     async def decide(self, event: RunEvent, cursor: int) -> EventApply:
         job = await self.store.job_get_any(event.job_id)
         run = await self.store.run_get(event.run_id)
         keep = EventApply(consumer=CONSUMER, previous_event_id=cursor, event=event,
+                          job_version=None if job is None else job.version,
                           insert_run=None, job_status=None, next_run_at=None,
                           set_next_run_at=False)
         if job is None or run is None or run.kind == "manual":

@@ -3,18 +3,22 @@
 Per delivery::
 
     claim run (store CAS -> RUNNING, attempt + 1, new token)
-      |-- claim refused: finished/cancelled -> ack (duplicate delivery, never re-run)
-      |                  held by a live worker -> leave it (visible again after the timeout)
+      |-- claim refused: finished/cancelled/retrying -> ack (a duplicate; never re-run here)
+      |                  held by a live worker -> nack until its lease ends (takeover on time)
       v
-    heartbeat every visibility_timeout / 3 (queue extend + store lease) while the action runs
+    heartbeat every visibility_timeout / 3 (store lease, then queue visibility) while the action
+    runs and while its result is recorded
       v
     success ---------> finish SUCCEEDED + RunEvent (one transaction) -> ack
-    failure, attempts left -> RETRYING -> nack(backoff with jitter)
+    failure, attempts left -> RETRYING with retry_at (in the store) -> ack; the rescuer hands the
+                              run back at retry_at
     failure, last attempt ---> finish FAILED + RunEvent, dead-lettered -> dead-letter message
 
-A worker that crashes stops heartbeating: the message becomes visible again and the store lease
-lapses, so another worker claims the run with a new token; the crashed attempt's late writes
-carry the old token and change nothing.
+A worker that crashes stops heartbeating: its store lease ends, then the message becomes visible
+again (the heartbeat renews the lease first, so the lease always ends first) and another worker
+claims the run with a new token, within the visibility timeout of the last heartbeat; the crashed
+attempt's late writes carry the old token and change nothing. Recording a result retries
+transient store errors, so a short database outage does not make the action run twice.
 """
 
 from __future__ import annotations
@@ -23,17 +27,19 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import random
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from onthedot.actions import ActionContext, ActionRegistry
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
-from onthedot.domain.errors import OnTheDotError
+from onthedot.domain.errors import BackendError, OnTheDotError
 from onthedot.domain.models import Job, JobRun, RetryPolicy, RunStatus
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Delivery, Queue
@@ -41,14 +47,25 @@ from onthedot.store.base import RunClaim, RunFinish, RunRetry, Store
 
 log = logging.getLogger("onthedot.worker")
 
+T = TypeVar("T")
+
 HEARTBEAT_FRACTION = 1 / 3  # of the visibility timeout
 RECEIVE_BATCH = 32
+TAKEOVER_MARGIN_SECONDS = 0.05  # a refused duplicate comes back this long after the lease ends
+RECORD_RETRY_SECONDS = 300.0  # how long a result is retried against a failing store
+RECORD_RETRY_FIRST_SECONDS = 0.1  # first pause between two tries; doubles up to the next
+RECORD_RETRY_MAX_SECONDS = 5.0
+BACKOFF_CEILING_SECONDS = 366 * 86400.0  # whatever a stored policy says, retry within a year
 
 
 def backoff_seconds(policy: RetryPolicy, attempt: int, rng: random.Random | None = None) -> float:
     """Exponential in the attempt number, capped, with jitter in [50 %, 100 %] of the step so
     many runs failing together do not retry in lockstep."""
-    step = min(policy.max_backoff_seconds, policy.backoff_seconds * 2 ** max(0, attempt - 1))
+    exponent = min(max(0, attempt - 1), 64)  # 2**64 times any backoff is past every cap
+    step = min(policy.max_backoff_seconds, policy.backoff_seconds * 2.0 ** exponent,
+               BACKOFF_CEILING_SECONDS)
+    if math.isnan(step) or step < 0:
+        step = 0.0
     return float(step * (0.5 + 0.5 * (rng or random).random()))
 
 
@@ -80,6 +97,10 @@ class Worker:
             await self._http.aclose()
             self._http = None
 
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)
+
     # --- loop ----------------------------------------------------------------------------
     async def run_once(self, max_messages: int = RECEIVE_BATCH) -> int:
         """Receive what is visible now and handle it to completion (for tests and tools)."""
@@ -88,23 +109,32 @@ class Worker:
         return len(deliveries)
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            free = self.concurrency - len(self._inflight)
-            if free <= 0:
-                await asyncio.wait(self._inflight, return_when=asyncio.FIRST_COMPLETED)
-                continue
-            try:
-                deliveries = await self.queue.receive(min(free, RECEIVE_BATCH), self.visibility,
-                                                      self.settings.tick_seconds)
-            except Exception:
-                log.exception("receive failed; trying again")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.settings.tick_seconds)
-                continue
-            for delivery in deliveries:
-                task = asyncio.create_task(self.handle(delivery))
-                self._inflight.add(task)
-                task.add_done_callback(self._inflight.discard)
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            while not stop.is_set():
+                free = self.concurrency - len(self._inflight)
+                if free <= 0:
+                    # Every slot busy: wait for one to free up, or for the stop signal, which
+                    # must not wait behind a slow action.
+                    await asyncio.wait({*self._inflight, stopped},
+                                       return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                try:
+                    deliveries = await self.queue.receive(
+                        min(free, RECEIVE_BATCH), self.visibility, self.settings.tick_seconds)
+                except Exception:
+                    log.exception("receive failed; trying again")
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), self.settings.tick_seconds)
+                    continue
+                for delivery in deliveries:
+                    task = asyncio.create_task(self.handle(delivery))
+                    self._inflight.add(task)
+                    task.add_done_callback(self._inflight.discard)
+        finally:
+            stopped.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await stopped
 
     async def drain(self, grace_seconds: float) -> None:
         """Let in-flight runs finish within the grace period; cancel the rest, handing their
@@ -138,6 +168,18 @@ class Worker:
         if run is None:
             await self._refused(delivery, run_id)
             return
+        heartbeat = asyncio.create_task(self._heartbeat(run.run_id, token, delivery))
+        try:
+            await self._attempt(run, token, delivery)
+        except asyncio.CancelledError:
+            await self._release(run, token, delivery)
+            raise
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def _attempt(self, run: JobRun, token: str, delivery: Delivery) -> None:
         job = await self.store.job_get_any(run.job_id)
         if job is None:
             await self._finish_failed(run, token, delivery, "the job no longer exists")
@@ -148,11 +190,7 @@ class Worker:
                                       f"gave up after {run.attempt - 1} unfinished attempts")
             return
         self.metrics.attempts.inc()
-        try:
-            ok, output, error = await self._execute(job, run, token, delivery)
-        except asyncio.CancelledError:
-            await self._release(run, token, delivery)
-            raise
+        ok, output, error = await self._execute(job, run)
         if ok:
             await self._succeed(run, token, delivery, output)
         elif run.attempt < job.retry_policy.max_attempts:
@@ -163,17 +201,26 @@ class Worker:
     async def _refused(self, delivery: Delivery, run_id: str) -> None:
         current = await self.store.run_get(run_id)
         if current is not None and current.status is RunStatus.RUNNING:
-            return  # a live worker holds it; our copy comes back after the timeout if it dies
-        if current is not None and current.status is RunStatus.PENDING:
-            return  # published ahead of its claim (should not happen); let it come back
-        await self.queue.ack(delivery)  # finished, cancelled or unknown: never run it again
+            # A live worker holds it, or held it until a moment ago: look again right after its
+            # lease ends, so a dead holder is replaced within the visibility timeout, not two.
+            remaining = 0.0
+            if current.lease_expires_at is not None:
+                remaining = (current.lease_expires_at - self.clock.now()).total_seconds()
+            await self.queue.nack(delivery, max(0.0, remaining) + TAKEOVER_MARGIN_SECONDS)
+            return
+        if current is not None and current.status in (RunStatus.PENDING, RunStatus.ENQUEUED):
+            # Published ahead of its claim, or another delivery claimed and released it
+            # meanwhile: let it come back.
+            await self.queue.nack(delivery, TAKEOVER_MARGIN_SECONDS)
+            return
+        # Finished, cancelled, unknown, or RETRYING (the rescuer publishes it again when it is
+        # due): never run it from this message.
+        await self.queue.ack(delivery)
 
-    async def _execute(self, job: Job, run: JobRun, token: str,
-                       delivery: Delivery) -> tuple[bool, Any, str]:
+    async def _execute(self, job: Job, run: JobRun) -> tuple[bool, Any, str]:
         action = self.actions.get(str(job.action.get("type")))
         ctx = ActionContext(job=job, run=run, idempotency_key=run.run_id,
                             timeout_seconds=job.timeout_seconds, http=await self.http())
-        heartbeat = asyncio.create_task(self._heartbeat(run.run_id, token, delivery))
         try:
             async with asyncio.timeout(job.timeout_seconds):
                 output = await action.execute(job.action, ctx)
@@ -185,10 +232,6 @@ class Worker:
         except Exception as exc:
             log.exception("action %s of run %s raised", job.action.get("type"), run.run_id)
             return False, None, f"{type(exc).__name__}: {exc}"
-        finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
 
     async def _release(self, run: JobRun, token: str, delivery: Delivery) -> None:
         """Shutting down mid-action: hand the run back so another worker starts it now, not
@@ -203,21 +246,54 @@ class Worker:
     async def _heartbeat(self, run_id: str, token: str, delivery: Delivery) -> None:
         while True:
             await asyncio.sleep(self.visibility * HEARTBEAT_FRACTION)
+            if not await self._beat(run_id, token, delivery):
+                # Too late: the message or the run went to another attempt, whose token now
+                # fences whatever this one writes.
+                log.warning("run %s: lease lost to another attempt", run_id)
+                return
+
+    async def _beat(self, run_id: str, token: str, delivery: Delivery) -> bool:
+        """Renew the store lease, then the message's invisibility (so the lease always ends
+        first, and whoever receives the message next can claim the run at once). While the
+        store does not answer, the message is still renewed: this attempt is alive, and its
+        result is written once the store is back (the token fences it if that is too late)."""
+        until = self.clock.now() + timedelta(seconds=self.visibility)
+        try:
+            if not await self.store.run_extend_lease(run_id, token, until):
+                return False
+        except BackendError as exc:
+            log.warning("heartbeat of run %s: store unavailable (%s); keeping the message",
+                        run_id, exc.message)
+        try:
+            return await self.queue.extend(delivery, self.visibility)
+        except Exception:
+            log.warning("heartbeat of run %s: queue extend failed; retrying", run_id,
+                        exc_info=True)
+            return True
+
+    async def _record(self, what: str, write: Callable[[], Awaitable[T]]) -> T:
+        """Write a result, retrying while the store is unavailable: giving up would leave the
+        message unacked and run the whole action again. The heartbeat keeps the run ours
+        meanwhile."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RECORD_RETRY_SECONDS
+        pause = RECORD_RETRY_FIRST_SECONDS
+        while True:
             try:
-                until = self.clock.now() + timedelta(seconds=self.visibility)
-                extended = await self.queue.extend(delivery, self.visibility)
-                if not extended or not await self.store.run_extend_lease(run_id, token, until):
-                    # Too late: the message or the run went to another attempt, whose
-                    # token now fences whatever this one writes.
-                    log.warning("run %s: lease lost to another attempt", run_id)
-                    return
-            except Exception:
-                log.warning("heartbeat of run %s failed; retrying", run_id, exc_info=True)
+                return await write()
+            except BackendError as exc:
+                if loop.time() + pause > deadline:
+                    raise
+                log.warning("recording %s failed (%s); retrying in %.1fs", what, exc.message,
+                            pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RECORD_RETRY_MAX_SECONDS)
 
     async def _succeed(self, run: JobRun, token: str, delivery: Delivery, output: Any) -> None:
-        event = await self.store.run_finish(RunFinish(
-            run_id=run.run_id, token=token, status=RunStatus.SUCCEEDED,
-            finished_at=self.clock.now(), output=output))
+        finish = RunFinish(run_id=run.run_id, token=token, status=RunStatus.SUCCEEDED,
+                           finished_at=self.clock.now(), output=output)
+        event = await self._record(f"the result of run {run.run_id}",
+                                   lambda: self.store.run_finish(finish))
         if event is None:
             log.warning("run %s: late result of a fenced attempt discarded", run.run_id)
         else:
@@ -227,21 +303,28 @@ class Worker:
     async def _retry(self, job: Job, run: JobRun, token: str, delivery: Delivery,
                      error: str) -> None:
         delay = backoff_seconds(job.retry_policy, run.attempt)
-        if await self.store.run_retry(RunRetry(run_id=run.run_id, token=token, error=error,
-                                               now=self.clock.now())):
+        now = self.clock.now()
+        retry = RunRetry(run_id=run.run_id, token=token, error=error, now=now,
+                         retry_at=now + timedelta(seconds=delay))
+        if await self._record(f"the retry of run {run.run_id}",
+                              lambda: self.store.run_retry(retry)):
             log.info("run %s attempt %d failed (%s); retry in %.1fs", run.run_id, run.attempt,
                      error, delay)
-            await self.queue.nack(delivery, delay)
+        # The store holds the retry; the queue only ever holds runs that are due.
+        await self.queue.ack(delivery)
 
     async def _finish_failed(self, run: JobRun, token: str, delivery: Delivery,
                              error: str) -> None:
-        event = await self.store.run_finish(RunFinish(
-            run_id=run.run_id, token=token, status=RunStatus.FAILED,
-            finished_at=self.clock.now(), error=error, dead_lettered=True))
+        finish = RunFinish(run_id=run.run_id, token=token, status=RunStatus.FAILED,
+                           finished_at=self.clock.now(), error=error, dead_lettered=True)
+        event = await self._record(f"the failure of run {run.run_id}",
+                                   lambda: self.store.run_finish(finish))
         if event is None:
             await self.queue.ack(delivery)
             return
         self.metrics.runs_finished.labels(status="FAILED").inc()
+        log.warning("run %s of job %s failed for good after attempt %d: %s; dead-lettered",
+                    run.run_id, run.job_id, run.attempt, error)
         await self.queue.dead_letter(delivery, error)
 
 

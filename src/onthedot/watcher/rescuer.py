@@ -1,0 +1,164 @@
+"""The rescuer: sweeps what a one-way cursor can miss, and prunes history past retention.
+
+One live leader (the first live member of the ``rescuer`` group; the others stand by). Each
+sweep, every ``rescue_interval`` seconds::
+
+    RETRYING, retry_at passed -----------------------------> ENQUEUED, published
+    RUNNING, lease expired, no live message ---------------> ENQUEUED, published (attempt kept)
+    ENQUEUED for republish_after, no live message ---------> re-stamped, published
+    PENDING behind its shard's watermark ------------------> watermark rewound to it
+
+Every hand-back is a compare-and-set on the state the candidate was read in, so a run is handed
+back once even when a worker, a watcher or another rescuer acts on it at the same moment. A run
+whose message is still in the queue (waiting behind a backlog, or held by a worker that may come
+back) is left alone: the queue delivers it, and publishing it again would only add copies.
+Hourly, finished runs, read run events, finished jobs and dead letters older than
+``retention_days`` are deleted, in small batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from onthedot.config import Settings
+from onthedot.domain.clock import Clock
+from onthedot.domain.models import JobRun, RunStatus
+from onthedot.metrics import Metrics
+from onthedot.queue.base import Queue, run_message
+from onthedot.store.base import Prune, Store
+
+log = logging.getLogger("onthedot.rescuer")
+
+GROUP = "rescuer"
+RESCUE_BATCH = 500  # runs looked at per kind and sweep; a full batch sweeps again at once
+PRUNE_BATCH = 1000  # rows deleted per kind and transaction: short transactions, small locks
+PRUNE_EVERY_SECONDS = 3600.0
+PRUNE_MAX_ROUNDS = 100  # per prune pass; what remains waits for the next hour
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What one sweep handed back."""
+
+    retries: int = 0
+    expired_leases: int = 0
+    lost_messages: int = 0
+    rewound_shards: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.retries + self.expired_leases + self.lost_messages + self.rewound_shards
+
+
+class Rescuer:
+    def __init__(self, store: Store, queue: Queue, clock: Clock, settings: Settings,
+                 metrics: Metrics, member_id: str) -> None:
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+        self.settings = settings
+        self.metrics = metrics
+        self.member_id = member_id
+        self._pruned_at: datetime | None = None
+
+    async def is_leader(self) -> bool:
+        members = await self.store.members_heartbeat(
+            GROUP, self.member_id, self.clock.now(), self.settings.shard_lease_seconds)
+        return bool(members) and members[0] == self.member_id
+
+    async def run_once(self) -> Sweep:
+        """One sweep of every kind of stranded run."""
+        retries = await self.hand_back_retries()
+        expired, lost = await self.hand_back_stranded()
+        rewound = await self.store.watermarks_rewind()
+        for shard, bucket in sorted(rewound.items()):
+            log.warning("shard %d: a PENDING run was behind the watermark; rewound to %d",
+                        shard, bucket)
+        sweep = Sweep(retries=retries, expired_leases=expired, lost_messages=lost,
+                      rewound_shards=len(rewound))
+        for kind, count in (("retry", retries), ("expired_lease", expired),
+                            ("lost_message", lost), ("watermark", len(rewound))):
+            if count:
+                self.metrics.rescued.labels(kind=kind).inc(count)
+        return sweep
+
+    async def hand_back_retries(self) -> int:
+        """RETRYING runs whose retry time has come go back to the queue."""
+        runs = await self.store.runs_retry_due(self.clock.now(), RESCUE_BATCH)
+        await self._publish(runs)
+        return len(runs)
+
+    async def hand_back_stranded(self) -> tuple[int, int]:
+        """Expired leases and ENQUEUED runs whose message is gone; returns how many of each."""
+        now = self.clock.now()
+        waited = now - timedelta(seconds=self.settings.republish_after)
+        candidates = await self.store.runs_rescue_candidates(now, waited, RESCUE_BATCH)
+        if not candidates:
+            return 0, 0
+        live = await self.queue.live([r.run_id for r in candidates])
+        expired = lost = 0
+        handed: list[JobRun] = []
+        for run in candidates:
+            if run.run_id in live:
+                continue  # the queue still delivers it (or its holder may yet come back)
+            requeued = await self.store.run_requeue(run, now)
+            if requeued is None:
+                continue  # it moved on meanwhile: finished, claimed, cancelled
+            handed.append(requeued)
+            if run.status is RunStatus.RUNNING:
+                expired += 1
+                log.warning("run %s of job %s: attempt %d lost its worker (lease ended %s) "
+                            "and its message; handed back", run.run_id, run.job_id, run.attempt,
+                            run.lease_expires_at)
+            else:
+                lost += 1
+                log.warning("run %s of job %s: enqueued at %s but no message is left; "
+                            "published again", run.run_id, run.job_id, run.enqueued_at)
+        await self._publish(handed)
+        return expired, lost
+
+    async def prune(self) -> int:
+        """Delete history past retention; returns how many rows went."""
+        before = self.clock.now() - timedelta(days=self.settings.retention_days)
+        total = 0
+        for _ in range(PRUNE_MAX_ROUNDS):
+            pruned = await self.store.prune(Prune(before=before, limit=PRUNE_BATCH))
+            total += pruned.total
+            if max(pruned.runs, pruned.events, pruned.jobs) < PRUNE_BATCH:
+                break
+        total += await self.queue.prune(before)
+        if total:
+            log.info("pruned %d rows of history older than %s", total, before.isoformat())
+        return total
+
+    async def _publish(self, runs: list[JobRun]) -> None:
+        if runs:
+            await self.queue.send_many([(r.run_id, run_message(r)) for r in runs])
+
+    async def _prune_if_due(self) -> None:
+        now = self.clock.now()
+        every = timedelta(seconds=PRUNE_EVERY_SECONDS)
+        if self._pruned_at is None or now - self._pruned_at >= every:
+            self._pruned_at = now
+            await self.prune()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            swept = 0
+            try:
+                if await self.is_leader():
+                    swept = (await self.run_once()).total
+                    await self._prune_if_due()
+            except Exception:
+                log.exception("rescue sweep failed; trying again next time")
+            if swept < RESCUE_BATCH:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=self.settings.rescue_interval)
+        try:
+            await self.store.members_leave(GROUP, self.member_id)
+        except Exception:
+            log.warning("could not leave the rescuer group cleanly", exc_info=True)

@@ -1,0 +1,145 @@
+"""Runs that a crash, a lost message or a race left behind are found again (issue 8 §1).
+
+Each test runs on both production shapes: SQLite with its table queue, and PostgreSQL with
+NATS JetStream. The roles are driven tick by tick with a fake clock; the queues are real.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from onthedot.domain.errors import ConfigError
+from onthedot.domain.models import JobParams, RunStatus
+from onthedot.queue.nats import NatsQueue
+from onthedot.queue.table import TableQueue
+from onthedot.runtime import Runtime
+from onthedot.store.base import DueClaim, RunClaim
+from tests.engine.conftest import START, Engine
+from tests.support.waiting import async_wait_until
+
+
+async def statuses(engine: Engine, job_id: str) -> list[tuple[RunStatus, int]]:
+    runs = (await engine.rt.service.list_runs("alice", job_id)).items
+    return [(r.status, r.attempt) for r in runs]
+
+
+async def settled_status(engine: Engine, job_id: str, status: str) -> None:
+    """Tick until the job shows ``status``: on PostgreSQL a run event becomes visible only once
+    every older transaction in the cluster has ended, which other tests' may delay."""
+    async def reached() -> bool:
+        await engine.tick()
+        return (await engine.rt.service.get_job("alice", job_id)).status == status
+
+    await async_wait_until(reached, 30, f"job {job_id} to be {status}")
+
+
+async def lose_every_message(engine: Engine) -> None:
+    """What a purged stream, a NATS server that lost its only replica, or a deleted table-queue
+    row does: the messages are gone, the store still says ENQUEUED."""
+    queue = engine.rt.queue
+    if isinstance(queue, NatsQueue):
+        js = queue._need_js()
+        await js.purge_stream(queue.runs_stream)
+    else:
+        assert isinstance(queue, TableQueue)
+        await queue._db.write(lambda c: c.execute("DELETE FROM queue_messages"))
+    assert await queue.depth() == 0
+
+
+async def test_resuming_a_one_time_job_after_its_time_runs_it(both: Engine) -> None:
+    """Found on main: the revived run sat behind the shard's watermark, PENDING for ever, while
+    the job said "scheduled"."""
+    at = START + timedelta(hours=1)
+    view = await both.create(JobParams(type="one-time", time=at.isoformat()))
+    await both.rt.service.pause_job("alice", view.job.job_id)
+    both.clock.set(at + timedelta(hours=6))  # the time passes while paused
+    await both.settle()  # the watcher's watermark moves on past the run's bucket
+
+    resumed = await both.rt.service.resume_job("alice", view.job.job_id)
+    await both.settle()
+
+    assert resumed.status == "scheduled"
+    assert await statuses(both, view.job.job_id) == [(RunStatus.SUCCEEDED, 1)]
+    await settled_status(both, view.job.job_id, "completed")
+
+
+async def test_runs_whose_messages_were_lost_are_published_again(both: Engine) -> None:
+    views = [await both.create(JobParams(type="immediate")) for _ in range(5)]
+    await both.dispatcher.refresh_shards()
+    assert await both.dispatcher.run_once() == 5
+    await lose_every_message(both)
+
+    assert await both.worker.run_once() == 0
+    assert (await both.rescuer.run_once()).lost_messages == 0  # not yet: they may be on the way
+    both.clock.advance(both.rt.settings.republish_after + 1)
+    assert (await both.rescuer.run_once()).lost_messages == 5
+    await both.settle()
+
+    for view in views:
+        assert await statuses(both, view.job.job_id) == [(RunStatus.SUCCEEDED, 1)]
+
+
+async def test_runs_waiting_behind_a_backlog_are_not_published_twice(both: Engine) -> None:
+    """Found on main: every ENQUEUED run older than 60 s was republished while it merely
+    waited behind a backlog, gaining a copy every minute."""
+    views = [await both.create(JobParams(type="immediate")) for _ in range(20)]
+    await both.dispatcher.refresh_shards()
+    await both.dispatcher.run_once()
+    depth = await both.rt.queue.depth()
+
+    for _ in range(5):
+        both.clock.advance(both.rt.settings.republish_after + 1)
+        assert (await both.rescuer.run_once()).total == 0
+
+    assert await both.rt.queue.depth() == depth == 20
+    await both.settle()
+    for view in views:
+        assert await statuses(both, view.job.job_id) == [(RunStatus.SUCCEEDED, 1)]
+
+
+async def test_a_run_whose_worker_and_message_are_both_gone_is_handed_back(both: Engine) -> None:
+    view = await both.create(JobParams(type="immediate"))
+    run = (await both.rt.service.list_runs("alice", view.job.job_id)).items[0]
+    await both.rt.store.runs_claim_due(DueClaim(run.shard, both.clock.now(), 10, 60))
+    # A worker claimed it and died; its message went with the server that held it.
+    claimed = await both.rt.store.run_claim(RunClaim(run.run_id, "dead-worker",
+                                                     both.clock.now(), 30))
+    assert claimed is not None
+    assert await both.rt.queue.depth() == 0
+
+    both.clock.advance(29)
+    assert (await both.rescuer.run_once()).expired_leases == 0  # its lease still holds
+    both.clock.advance(2)
+    assert (await both.rescuer.run_once()).expired_leases == 1
+    await both.settle()
+
+    assert await statuses(both, view.job.job_id) == [(RunStatus.SUCCEEDED, 2)]
+
+
+async def test_a_held_message_is_left_to_the_queue(both: Engine) -> None:
+    """A RUNNING run whose lease ran out but whose message is still in the queue is not
+    handed back twice: the queue redelivers it when its visibility ends."""
+    view = await both.create(JobParams(type="immediate"))
+    await both.dispatcher.refresh_shards()
+    await both.dispatcher.run_once()
+    held = await both.rt.queue.receive(1, both.rt.settings.visibility_timeout)
+    run = (await both.rt.service.list_runs("alice", view.job.job_id)).items[0]
+    claimed = await both.rt.store.run_claim(RunClaim(run.run_id, "slow-worker",
+                                                     both.clock.now(), 30))
+    assert claimed is not None
+    assert len(held) == 1
+
+    both.clock.advance(45)
+    assert (await both.rescuer.run_once()).total == 0
+    assert await both.rt.queue.live([run.run_id]) == {run.run_id}
+
+
+async def test_a_process_with_another_shard_count_refuses_to_start(both: Engine) -> None:
+    settings = both.rt.settings.model_copy(update={"shards": 64})
+    with pytest.raises(ConfigError) as refused:
+        await Runtime.open(settings, both.clock)
+    assert refused.value.field == "shards"
+    assert "set up with 32 shards" in refused.value.message
+    assert "ONTHEDOT_SHARDS=64" in refused.value.message

@@ -28,6 +28,27 @@ async def eventually(condition: Callable[[], Awaitable[bool]], within: float, wh
     return time.monotonic() - started
 
 
+async def while_progressing(progress: Callable[[], Awaitable[int]], target: int, what: str,
+                            state: Callable[[], object], stall: float = 60.0,
+                            every: float = 1.0) -> float:
+    """Wait until ``progress()`` reaches ``target``, for as long as it keeps moving: the
+    deadline is ``stall`` seconds after the last step forward, not a fixed time, so a loaded
+    machine that is slower but sound passes, and a stuck system fails within ``stall``. On
+    failure the message carries ``state()`` (e.g. how many runs are in which status). Returns
+    the seconds it took."""
+    started = last_move = time.monotonic()
+    best = -1
+    while (done := await progress()) < target:
+        now = time.monotonic()
+        if done > best:
+            best, last_move = done, now
+        elif now - last_move > stall:
+            raise AssertionError(f"{what}: stuck at {done}/{target} for {stall:g}s "
+                                 f"({now - started:.0f}s in all); state: {state()}")
+        await asyncio.sleep(every)
+    return time.monotonic() - started
+
+
 async def past(at: datetime) -> bool:
     """A condition for ``eventually``: the wall clock has reached ``at``."""
     return datetime.now(UTC) >= at

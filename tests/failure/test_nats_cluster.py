@@ -90,7 +90,7 @@ async def test_no_run_is_lost_when_a_nats_node_dies(
                        shard_lease_seconds=3, republish_after=10, shutdown_grace=5,
                        database_pool_size=5)
     fleet.migrate()
-    roles = [fleet.start(role) for role in ("watcher", "worker", "worker", "recurring")]
+    roles = [fleet.start(role) for role in ("watcher", "worker", "worker", "recurring", "rescuer")]
     for proc in roles:
         fleet.wait_logged(proc, "running ")
 

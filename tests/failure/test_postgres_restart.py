@@ -75,7 +75,7 @@ async def test_every_process_survives_a_postgres_restart(
                        tick_seconds=0.5, shard_lease_seconds=3, republish_after=10,
                        min_interval=1, shutdown_grace=5, database_pool_size=5)
     fleet.migrate()
-    roles = [fleet.start(role) for role in ("watcher", "worker", "worker", "recurring")]
+    roles = [fleet.start(role) for role in ("watcher", "worker", "worker", "recurring", "rescuer")]
     for proc in roles:
         fleet.wait_logged(proc, "running ")
     watcher, recurring = roles[0], roles[3]
@@ -130,3 +130,50 @@ async def test_every_process_survives_a_postgres_restart(
           f"recurring runs, {done_before} done before PostgreSQL went down for {outage:.1f}s; "
           f"all SUCCEEDED {took:.1f}s after it came back, each of the 4 processes reconnected "
           f"by itself; {outcome.duplicated} runs executed more than once")
+
+
+@pytest.mark.timeout(180)
+async def test_a_result_recorded_across_an_outage_does_not_run_the_action_again(
+        private_pg: PgCluster, shared_nats_prefix: str, webhook: WebhookReceiver,
+        make_fleet: Callable[..., Fleet]) -> None:
+    """Issue 8 §5: a transient store error while recording a result re-executed the whole
+    action. Here the action (a webhook) completes while PostgreSQL is down: the worker keeps
+    the message and retries the write, and when the server is back the result lands once."""
+    dsn = private_pg.dsn()
+    fleet = make_fleet(database_url=dsn, database_schema=SCHEMA, queue_url=SHARED_NATS_URL,
+                       queue_prefix=shared_nats_prefix, visibility_timeout=VISIBILITY_SECONDS,
+                       tick_seconds=0.5, shard_lease_seconds=3, shutdown_grace=5,
+                       database_pool_size=3)
+    fleet.migrate()
+    roles = [fleet.start(role) for role in ("watcher", "worker", "worker", "rescuer")]
+    for proc in roles:
+        fleet.wait_logged(proc, "running ")
+    webhook.hold = lambda _r, nth: nth == 1
+    await asyncio.to_thread(fleet.create_jobs, [_webhook_job(webhook, "held", {
+        "type": "immediate"})])
+    await asyncio.to_thread(webhook.arrived.wait, 30)
+
+    private_pg.stop("fast")
+    marks = [len(p.log()) for p in roles]
+    webhook.release()  # the action ends while the store is away
+
+    def retrying() -> bool:
+        return any("recording the result of run" in p.log()[mark:]
+                   for p, mark in zip(roles, marks, strict=True))
+
+    wait_until(retrying, 30, "a worker to retry recording the result")
+    # The outage lasts longer than the visibility timeout (a duration of the scenario, not a
+    # synchronisation): the message must stay with the worker that holds the result.
+    await asyncio.sleep(2 * VISIBILITY_SECONDS)
+    private_pg.start()
+
+    async def succeeded() -> bool:
+        return run_statuses(dsn, SCHEMA) == {"SUCCEEDED": 1}
+
+    await eventually(succeeded, 60, "the run to be recorded")
+    assert webhook.count() == 1, "the action ran again"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(f"SELECT attempt FROM {SCHEMA}.job_runs").fetchone()
+    assert row is not None
+    assert row[0] == 1
+    assert set(fleet.stop_all().values()) == {0}

@@ -121,7 +121,7 @@ def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _err = run_cli(capsys, "--help")
     assert code == 0
     for command in ("serve", "api", "migrate", "token", "jobs", "watcher", "worker",
-                    "recurring"):
+                    "recurring", "rescuer"):
         assert command in out
     code, out, _err = run_cli(capsys, "--version")
     assert code == 0
@@ -129,6 +129,17 @@ def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # --- administration ----------------------------------------------------------------------
+def test_a_process_with_another_shard_count_is_one_line_and_exit_2(
+        capsys: pytest.CaptureFixture[str], db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, _out, err = run_cli(capsys, "migrate", "--database-url", db_url)
+    assert code == 0, err
+    monkeypatch.setenv("ONTHEDOT_SHARDS", "64")
+
+    code, _out, err = run_cli(capsys, "migrate", "--database-url", db_url)
+
+    assert_one_line_error(code, err, "set up with 32 shards", "ONTHEDOT_SHARDS=64")
+
+
 def test_migrate_and_token_create(capsys: pytest.CaptureFixture[str], db_url: str) -> None:
     code, out, _err = run_cli(capsys, "migrate", "--database-url", db_url)
     assert code == 0

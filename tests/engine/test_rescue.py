@@ -11,11 +11,13 @@ from datetime import timedelta
 import pytest
 
 from onthedot.domain.errors import ConfigError
-from onthedot.domain.models import JobParams, RunStatus
+from onthedot.domain.models import JobParams, RetryPolicy, RunStatus
 from onthedot.queue.nats import NatsQueue
 from onthedot.queue.table import TableQueue
 from onthedot.runtime import Runtime
+from onthedot.service import Page
 from onthedot.store.base import DueClaim, RunClaim
+from onthedot.watcher import Rescuer
 from tests.engine.conftest import START, Engine
 from tests.support.waiting import async_wait_until
 
@@ -143,3 +145,40 @@ async def test_a_process_with_another_shard_count_refuses_to_start(both: Engine)
     assert refused.value.field == "shards"
     assert "set up with 32 shards" in refused.value.message
     assert "ONTHEDOT_SHARDS=64" in refused.value.message
+
+
+async def test_history_past_retention_is_pruned(both: Engine) -> None:
+    """Issue 8 §6: nothing pruned run events, jobs or SQLite history, and dead letters piled up.
+    The rescuer prunes hourly; here its prune is called once the clock is past retention."""
+    done = await both.create(JobParams(type="immediate"))
+    failing = await both.create(JobParams(type="immediate"),
+                                {"type": "webhook", "url": "http://127.0.0.1:9/unreachable"},
+                                retry_policy=RetryPolicy(max_attempts=1))
+    recurring = await both.create(JobParams(type="recurring", schedule="0 8 * * *"))
+    await both.settle()
+    await settled_status(both, done.job.job_id, "completed")
+    await settled_status(both, failing.job.job_id, "failed")
+    assert [d.message_id for d in await both.rt.queue.dead_letters()] != []
+
+    settings = both.rt.settings.model_copy(update={"retention_days": 1})
+    rescuer = Rescuer(both.rt.store, both.rt.queue, both.clock, settings, both.rt.metrics, "x2")
+    both.clock.advance(hours=23)
+    assert await rescuer.prune() == 0  # nothing is old enough yet
+    both.clock.advance(hours=26)
+    await both.settle()  # the recurring job ran meanwhile
+    pruned = await rescuer.prune()
+
+    assert pruned > 0
+    for gone in (done, failing):
+        assert await both.rt.store.job_get_any(gone.job.job_id) is None
+    assert await both.rt.service.list_dead_letters("alice") == Page(items=[],
+                                                                   next_page_token=None)
+    if isinstance(both.rt.queue, TableQueue):  # NATS expires them by the stream's MaxAge
+        assert await both.rt.queue.dead_letters() == []
+    kept = await both.rt.store.job_get_any(recurring.job.job_id)
+    assert kept is not None
+    assert kept.status.value == "scheduled"
+    runs = await both.rt.store.runs_list(recurring.job.job_id, 100, None)
+    assert any(r.status is RunStatus.PENDING for r in runs)  # the open run is never pruned
+    cutoff = both.clock.now() - timedelta(days=1)
+    assert all(r.finished_at is None or r.finished_at >= cutoff for r in runs)

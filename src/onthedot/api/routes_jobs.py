@@ -27,6 +27,7 @@ from onthedot.api.models import (
     Problem,
     RunList,
     RunOut,
+    UserJobStatus,
 )
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.runtime import Runtime
@@ -47,7 +48,9 @@ def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {s: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}} for s in statuses}
 
 
-COMMON_PROBLEMS = _problems(401, 413, 422)
+# 403: a token-less loopback server refuses a request addressed to another host (DNS
+# rebinding); 503: the store or the queue does not answer.
+COMMON_PROBLEMS = _problems(401, 403, 413, 422, 503)
 router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS, route_class=StrictJsonRoute)
 _bearer = HTTPBearer(auto_error=False, description="a token from `onthedot token create`")
 
@@ -95,9 +98,7 @@ async def create_job(
 @router.get("/jobs", response_model=JobList)
 async def list_jobs(
     rt: RuntimeDep, user: UserDep,
-    status_filter: Annotated[str | None, Query(
-        alias="status",
-        description="scheduled | running | completed | failed | paused | cancelled")] = None,
+    status_filter: Annotated[UserJobStatus | None, Query(alias="status")] = None,
     start_time: Annotated[AwareDatetime | None, Query(
         description="only jobs created at or after this ISO 8601 instant")] = None,
     end_time: Annotated[AwareDatetime | None, Query(

@@ -9,9 +9,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from onthedot.actions import ActionRegistry
@@ -19,7 +20,11 @@ from onthedot.config import Settings
 from onthedot.domain.clock import Clock
 from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
 from onthedot.domain.ids import new_ulid
+from onthedot.domain.jsonvalue import TEXT_EXPECTED, first_problem, is_storable_text
 from onthedot.domain.models import (
+    MAX_ACTION_BYTES,
+    MAX_ACTION_DEPTH,
+    MAX_BACKOFF_SECONDS,
     Job,
     JobParams,
     JobRun,
@@ -266,14 +271,15 @@ class JobService:
         _check_page_size(page_size)
         await self._job(user_id, job_id)
         before = _decode_token(page_token, "r")
-        before_at = None if before is None else datetime.fromisoformat(before)
+        before_at = None if before is None else _token_instant(before)
         runs = await self.store.runs_list(job_id, page_size + 1, before_at)
         token = (_encode_token("r", runs[page_size - 1].scheduled_at.isoformat())
                  if len(runs) > page_size else None)
         return Page(items=runs[:page_size], next_page_token=token)
 
     async def get_run(self, user_id: str, run_id: str) -> JobRun:
-        run = await self.store.run_get(run_id)
+        # An id no run can have (PostgreSQL text cannot even hold a NUL) is simply not found.
+        run = await self.store.run_get(run_id) if is_storable_text(run_id) else None
         if run is None or await self.store.job_get(user_id, run.job_id) is None:
             raise NotFoundError(f"no run {run_id}", field="run_id")
         return run
@@ -346,7 +352,7 @@ class JobService:
             self._on_due_soon(at)
 
     async def _job(self, user_id: str, job_id: str) -> Job:
-        job = await self.store.job_get(user_id, job_id)
+        job = await self.store.job_get(user_id, job_id) if is_storable_text(job_id) else None
         if job is None:
             raise NotFoundError(f"no job {job_id}", field="job_id",
                                 expected="the job_id of one of your jobs")
@@ -362,28 +368,87 @@ class JobService:
         return JobView(job=job, status=status, last_run=last)
 
     def _validated(self, spec: JobSpec) -> JobSpec:
+        _check_action_shape(spec.action)
         self.actions.validate(spec.action)
         name = (spec.name or "").strip()
+        _check_text(name, "name")
         if len(name) > MAX_NAME_CHARS:
             raise ValidationError("name is too long", field="name",
                                   expected=f"at most {MAX_NAME_CHARS} characters")
-        policy = spec.retry_policy
-        if not 1 <= policy.max_attempts <= MAX_ATTEMPTS_LIMIT:
-            raise ValidationError("max_attempts out of range", field="retry_policy.max_attempts",
-                                  expected=f"an integer from 1 to {MAX_ATTEMPTS_LIMIT}")
-        if policy.backoff_seconds < 0 or policy.max_backoff_seconds < policy.backoff_seconds:
-            raise ValidationError("backoff out of range", field="retry_policy.backoff_seconds",
-                                  expected="0 <= backoff_seconds <= max_backoff_seconds")
+        _check_retry_policy(spec.retry_policy)
         if spec.misfire_policy not in ("run_late", "skip"):
             raise ValidationError("unknown misfire policy", field="misfire_policy",
                                   expected="run_late | skip")
+        # Written so that NaN fails it too.
         if not 0 < spec.timeout_seconds <= MAX_TIMEOUT_SECONDS:
             raise ValidationError("timeout out of range", field="timeout_seconds",
                                   expected=f"more than 0 and at most {MAX_TIMEOUT_SECONDS:g}")
         params = spec.params
+        _check_params(params)
         if not params.timezone:
             params = replace(params, timezone=self.settings.default_timezone)
         return replace(spec, name=name or None, params=params)
+
+
+def _check_text(text: str | None, field_name: str) -> None:
+    if text is not None and not is_storable_text(text):
+        raise ValidationError(f"{field_name} holds an unpaired surrogate or a NUL character",
+                              code="invalid_text", field=field_name, expected=TEXT_EXPECTED)
+
+
+def _check_action_shape(action: dict[str, Any]) -> None:
+    """What any action must be to be stored and shown again: storable text, finite numbers,
+    bounded nesting and size. The action's own rules come after (ActionRegistry.validate)."""
+    problem = first_problem(action, "action", max_depth=MAX_ACTION_DEPTH)
+    if problem is not None and problem.kind == "text":
+        raise ValidationError(problem.detail, code="invalid_text", field=problem.path,
+                              expected=TEXT_EXPECTED)
+    if problem is not None and problem.kind == "number":
+        raise ValidationError(problem.detail, field=problem.path, expected="a finite number")
+    if problem is not None:
+        raise ValidationError(problem.detail, code="action_too_deep", field=problem.path,
+                              expected=f"at most {MAX_ACTION_DEPTH} levels of nested objects "
+                                       "and arrays in the action, itself included")
+    size = len(json.dumps(action, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_ACTION_BYTES:
+        raise ValidationError(f"the action is {size} bytes of JSON", code="action_too_large",
+                              field="action",
+                              expected=f"an action of at most {MAX_ACTION_BYTES} bytes of JSON")
+
+
+def _check_retry_policy(policy: RetryPolicy) -> None:
+    if not 1 <= policy.max_attempts <= MAX_ATTEMPTS_LIMIT:
+        raise ValidationError("max_attempts out of range", field="retry_policy.max_attempts",
+                              expected=f"an integer from 1 to {MAX_ATTEMPTS_LIMIT}")
+    for name, seconds in (("backoff_seconds", policy.backoff_seconds),
+                          ("max_backoff_seconds", policy.max_backoff_seconds)):
+        if not (math.isfinite(seconds) and 0 <= seconds <= MAX_BACKOFF_SECONDS):
+            raise ValidationError(f"{name} out of range", field=f"retry_policy.{name}",
+                                  expected=f"seconds from 0 to {MAX_BACKOFF_SECONDS:g}")
+    if policy.max_backoff_seconds < policy.backoff_seconds:
+        raise ValidationError("backoff out of range", field="retry_policy.backoff_seconds",
+                              expected="0 <= backoff_seconds <= max_backoff_seconds")
+
+
+# Which of time / schedule each job type takes; the other one is a contradiction, not a value
+# to store and ignore.
+_TIME_FIELDS: dict[str, tuple[str, str]] = {
+    "immediate": ("", "neither time nor schedule: an immediate job runs now"),
+    "one-time": ("time", "only time (ISO 8601) for a one-time job"),
+    "recurring": ("schedule", "only schedule (cron or RRULE) for a recurring job"),
+}
+
+
+def _check_params(params: JobParams) -> None:
+    for name in ("time", "schedule", "timezone"):
+        _check_text(getattr(params, name), f"job_params.{name}")
+    takes, expected = _TIME_FIELDS.get(params.type, ("", ""))
+    for name in ("schedule", "time"):
+        if getattr(params, name) is not None and name != takes:
+            article = "an" if params.type.startswith("i") else "a"
+            raise ValidationError(f"{article} {params.type} job has no {name}",
+                                  code="conflicting_field", field=f"job_params.{name}",
+                                  expected=expected)
 
 
 def _default_name(spec: JobSpec) -> str:
@@ -430,10 +495,26 @@ def _decode_token(token: str | None, kind: str) -> str | None:
         got_kind, value = raw.split(":", 1)
     except ValueError:
         got_kind, value = "", ""
-    if got_kind != kind or not value:
-        raise ValidationError("page_token is not valid here", code="invalid_page_token",
-                              field="page_token", expected="a next_page_token from this listing")
+    if got_kind != kind or not value or not is_storable_text(value):
+        raise _invalid_token()
     return value
+
+
+def _token_instant(value: str) -> datetime:
+    """The instant of a runs page token; a forged one is refused, not passed to the store."""
+    try:
+        instant = datetime.fromisoformat(value)
+        if instant.tzinfo is None:
+            raise ValueError("naive")
+        instant.astimezone(UTC)  # an offset that moves year 1 or 9999 out of range overflows
+    except (ValueError, OverflowError):
+        raise _invalid_token() from None
+    return instant
+
+
+def _invalid_token() -> ValidationError:
+    return ValidationError("page_token is not valid here", code="invalid_page_token",
+                           field="page_token", expected="a next_page_token from this listing")
 
 
 __all__ = ["JobPatch", "JobService", "JobSpec", "JobView", "Page"]

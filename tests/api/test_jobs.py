@@ -271,6 +271,8 @@ async def test_run_now_at_the_instant_of_a_scheduled_run_returns_that_run(
 
 async def test_colon_methods_only_answer_post(client: httpx.AsyncClient) -> None:
     job_id = (await client.post("/v1/jobs", json=job_body())).json()["job_id"]
-    assert_problem(await client.get(f"/v1/jobs/{job_id}:pause"), 404, "not_found")
-    assert_problem(await client.post(f"/v1/jobs/{job_id}:explode"), 405, "method_not_allowed")
+    response = await client.get(f"/v1/jobs/{job_id}:pause")
+    assert_problem(response, 405, "method_not_allowed")
+    assert response.headers["allow"] == "OPTIONS, POST"
+    assert_problem(await client.post(f"/v1/jobs/{job_id}:explode"), 404, "not_found")
     assert (await client.get(f"/v1/jobs/{job_id}")).json()["status"] == "scheduled"

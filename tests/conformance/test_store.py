@@ -665,6 +665,46 @@ async def test_runs_due_during_a_long_downtime_after_dispatching_are_found(store
     assert [r.run_id for r in found] == [r.run_id for r in runs]
 
 
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("output", [
+    {"title": "unpaired \ud800 surrogate"},
+    {"text": "a NUL \x00 inside"},
+    {"deep": _nested(200)},
+])
+async def test_an_output_that_cannot_be_stored_is_stored_as_unreadable(store: Store,
+                                                                       output: Any) -> None:
+    # Outputs come from endpoints we do not control; finishing the run must not fail on them.
+    now = half_past()
+    run = await run_in(store, await with_job(store), RunStatus.RUNNING, now=now)
+    assert run.lease_token is not None
+    event = await store.run_finish(RunFinish(run.run_id, run.lease_token, RunStatus.SUCCEEDED,
+                                             now, output=output))
+    assert event is not None
+    finished = await store.run_get(run.run_id)
+    assert finished is not None
+    assert finished.status is RunStatus.SUCCEEDED
+    assert set(finished.output) == {"unreadable"}
+
+
+async def test_a_stored_action_past_the_limits_reads_as_unreadable(store: Store) -> None:
+    # Rows an older version could write: the service's checks are bypassed, the store is real.
+    deep = make_job(action={"type": "webhook", "url": "https://hooks.example.test/",
+                            "body": _nested(40)})
+    await store.job_create(deep, make_run(deep, RunStatus.PENDING))
+    job = await store.job_get(deep.user_id, deep.job_id)
+    assert job is not None
+    assert job.action["type"] == "unreadable"
+    assert "32 levels" in job.action["reason"]
+    listed = await store.jobs_list(JobListQuery(user_id=deep.user_id, limit=10))
+    assert [j.action for j in listed] == [job.action]
+
+
 # --- events and the recurring watcher's cursor ---------------------------------------------
 
 

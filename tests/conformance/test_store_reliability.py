@@ -106,11 +106,11 @@ async def test_an_old_insert_bumps_the_watermark_generation(store_env: StoreEnv,
     await claim(store, shard, now - timedelta(hours=2))
     bucket, generation = await watermark_row(store_env, shard)
 
-    assert await store.run_insert(make_run(job, RunStatus.PENDING,
-                                           scheduled_at=now + timedelta(minutes=5)))
+    # "Fresh" and "old" are judged by the store's own (system) clock.
+    assert await store.run_insert(make_run(
+        job, RunStatus.PENDING, scheduled_at=datetime.now(UTC) + timedelta(minutes=5)))
     assert await watermark_row(store_env, shard) == (bucket, generation)
 
-    # "Old" is judged by the store's own (system) clock.
     old = make_run(job, RunStatus.PENDING,
                    scheduled_at=datetime.now(UTC) - timedelta(minutes=10))
     assert old.time_bucket > bucket  # ahead of the watermark, but old

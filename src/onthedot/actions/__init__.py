@@ -37,7 +37,15 @@ class ActionRegistry:
         if not isinstance(kind, str):
             raise ValidationError("the action needs a type", code="missing_field",
                                   field="action.type", expected=" | ".join(self.names))
-        self.get(kind).validate(action)
+        known = self.get(kind)
+        allowed = ("type", *known.param_names)
+        for key in action:
+            if key not in allowed:
+                raise ValidationError(f"a {kind} action has no parameter {key!r}",
+                                      code="unknown_field", field=f"action.{key}",
+                                      expected=f"only the parameters of a {kind} action: "
+                                               + ", ".join(allowed))
+        known.validate(action)
 
 
 def default_registry() -> ActionRegistry:

@@ -26,6 +26,9 @@ class ActionContext:
 
 class Action(Protocol):
     name: str
+    # Every parameter the action reads besides ``type``; any other key is refused at validation
+    # (a typo such as "heders" would otherwise be stored and silently ignored at run time).
+    param_names: tuple[str, ...]
 
     def validate(self, params: dict[str, Any]) -> None:
         """Raise ValidationError (field ``action.<key>``) for parameters that can never work."""

@@ -17,6 +17,7 @@ RESPONSE_PREVIEW_CHARS = 2_000  # outputs are kept with the run; bodies can be h
 
 class WebhookAction:
     name = "webhook"
+    param_names: tuple[str, ...] = ("url", "method", "headers", "body")
 
     def validate(self, params: dict[str, Any]) -> None:
         url = params.get("url")

@@ -65,13 +65,18 @@ def create_app(runtime: Runtime | None = None, *, settings: Settings | None = No
     app.include_router(routes_ops.router)
     app.include_router(routes_chat.router)
     mcp_endpoint.mount(app)
-    app.openapi = functools.partial(_openapi_with_problem_media_type, app)  # type: ignore[method-assign]
+    app.openapi = functools.partial(_openapi_document, app)  # type: ignore[method-assign]
     return app
 
 
-def _openapi_with_problem_media_type(app: FastAPI) -> dict[str, Any]:
-    """FastAPI documents every response model as application/json; error responses are
-    application/problem+json, so move their schema there."""
+def _openapi_document(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, corrected where it would say something untrue:
+
+    * it documents every response model as application/json; error responses are
+      application/problem+json, so their schema moves there;
+    * it marks the bearer token as required; a loopback server without any token serves
+      requests without one (as the single user ``local``), so no token is an alternative.
+    """
     if app.openapi_schema is None:
         schema = FastAPI.openapi(app)
         for operations in schema.get("paths", {}).values():
@@ -80,6 +85,9 @@ def _openapi_with_problem_media_type(app: FastAPI) -> dict[str, Any]:
                     content = response.get("content", {})
                     if PROBLEM_MEDIA_TYPE in content and "application/json" in content:
                         content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
+                security = operation.get("security")
+                if security and {} not in security:
+                    security.append({})
     return app.openapi_schema or {}
 
 

@@ -26,7 +26,8 @@ class _Request(BaseModel):
 
 class ActionIn(BaseModel):
     """What the job does. Parameters besides ``type`` depend on it: ``message`` takes ``text``;
-    ``webhook`` takes ``url`` and optional ``method``, ``headers``, ``body``."""
+    ``webhook`` takes ``url`` and optional ``method``, ``headers``, ``body``. Any other parameter
+    is a 422 ``unknown_field`` (checked by the service, which knows the action types)."""
 
     model_config = ConfigDict(extra="allow", json_schema_extra={
         "examples": [{"type": "message", "text": "stand up and stretch"},

@@ -5,7 +5,8 @@ a client (or a language model) can correct its request. Sources, each mapped her
 
 * ``OnTheDotError`` (the service's validation, not-found, conflict, auth, backend errors);
 * FastAPI's ``RequestValidationError`` (malformed JSON, a wrong type, an unknown field, ...);
-* Starlette's ``HTTPException`` (404 for an unknown path, 405 for a wrong method);
+* Starlette's ``HTTPException`` (404 for an unknown path, 405 for a wrong method, whose ``Allow``
+  lists every method of the path; ``OPTIONS`` on a known path is a 204 with that ``Allow``);
 * a request body over the limit (413), checked on ``Content-Length`` and on the bytes received;
 * anything unexpected (500): logged with its traceback, answered without one.
 """
@@ -21,8 +22,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from onthedot.api.jsonbody import EXPECTED as JSON_EXPECTED
 from onthedot.domain.errors import AuthError, OnTheDotError
 
 log = logging.getLogger("onthedot.api")
@@ -36,6 +40,7 @@ _PYDANTIC_CODES = {
     "missing": "missing_field",
     "json_invalid": "invalid_json",
 }
+_PROBED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 _HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
@@ -98,24 +103,41 @@ def install(app: FastAPI, *, max_body_bytes: int) -> None:
         assert isinstance(exc, RequestValidationError)
         return validation_problem(exc.errors())
 
-    async def on_http(request: Request, exc: Exception) -> ProblemResponse:
+    async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         status = exc.status_code
+        headers = dict(exc.headers or {})
         if status == 413:
             return body_too_large_problem(max_body_bytes)
         if status == 404:
             detail = f"no such resource: {request.url.path}"
         elif status == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request))
+            if request.method == "OPTIONS":
+                return Response(status_code=204, headers=headers)
             detail = f"{request.method} is not allowed on {request.url.path}"
         else:
             detail = str(exc.detail)
-        return problem(status, _HTTP_CODES.get(status, "http_error"), detail,
-                       headers=exc.headers)
+        return problem(status, _HTTP_CODES.get(status, "http_error"), detail, headers=headers)
 
     app.add_exception_handler(OnTheDotError, on_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)
     app.add_middleware(ProblemMiddleware, max_body_bytes=max_body_bytes)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves on this path, OPTIONS included.
+
+    Starlette's own 405 names only the methods of the first route that matched the path, but
+    GET and POST of /v1/jobs are two routes; so each method is tried against every route.
+    """
+    allowed = {"OPTIONS"}
+    for method in _PROBED_METHODS:
+        probe = {**request.scope, "method": method}
+        if any(route.matches(probe)[0] is Match.FULL for route in request.app.router.routes):
+            allowed.add(method)
+    return sorted(allowed)
 
 
 class BodyTooLarge(HTTPException):
@@ -218,7 +240,7 @@ def _pydantic_item(error: Any) -> dict[str, Any]:
         expected = "a value"
     elif code == "invalid_json":
         detail = f"the body is not valid JSON: {ctx.get('error', 'decode error')}"
-        expected = "a JSON object"
+        expected = f"a JSON object: {JSON_EXPECTED}"
     else:
         detail = f"{field}: {error.get('msg', 'invalid value')}" if field else str(
             error.get("msg", "invalid value"))

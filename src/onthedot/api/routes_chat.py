@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Header
 from pydantic import BaseModel, ConfigDict, Field
 
+from onthedot.api.jsonbody import StrictJsonRoute
 from onthedot.api.models import JobOut, Problem
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.api.routes_jobs import COMMON_PROBLEMS, MAX_IDEMPOTENCY_KEY_CHARS, RuntimeDep, UserDep
@@ -18,7 +19,7 @@ from onthedot.chat import FrontDoor
 
 MAX_MESSAGE_CHARS = 4000
 
-router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS)
+router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS, route_class=StrictJsonRoute)
 
 
 class ChatRequest(BaseModel):

@@ -1,9 +1,10 @@
 """``/v1``: jobs, their runs and dead letters. Each endpoint translates HTTP to one service call
 and back; the service holds every rule (and scopes every query by the caller's user id).
 
-Custom methods follow the ``/v1/jobs/{job_id}:pause`` style. Starlette matches a path parameter
-against ``[^/]+``, so ``{job_id}:pause`` is an ordinary route whose literal suffix is ``:pause``;
-a GET on ``/v1/jobs/X:pause`` reaches ``GET /v1/jobs/{job_id}`` and is an honest 404.
+Custom methods follow the ``/v1/jobs/{job_id}:pause`` style: ``{job_id}:pause`` is an ordinary
+route whose literal suffix is ``:pause``. Ids never hold a colon, so an id parameter matches
+``[^/:]+`` (the ``id`` convertor): ``/v1/jobs/X:pause`` is the pause method and nothing else, a
+GET on it is a 405 whose ``Allow`` says POST, and ``/v1/jobs/X:explode`` is a 404.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from typing import Annotated, Any, cast
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AwareDatetime
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from onthedot.api.auth import resolve_request_user
+from onthedot.api.jsonbody import StrictJsonRoute
 from onthedot.api.models import (
     DeadLetterList,
     JobCreate,
@@ -24,6 +27,7 @@ from onthedot.api.models import (
     Problem,
     RunList,
     RunOut,
+    UserJobStatus,
 )
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.runtime import Runtime
@@ -31,12 +35,23 @@ from onthedot.runtime import Runtime
 MAX_IDEMPOTENCY_KEY_CHARS = 255
 
 
+class IdConvertor(StringConvertor):
+    """A job or run id in a path: anything but a slash or a colon (the custom-method mark)."""
+
+    regex = "[^/:]+"
+
+
+register_url_convertor("id", IdConvertor())
+
+
 def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {s: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}} for s in statuses}
 
 
-COMMON_PROBLEMS = _problems(401, 413, 422)
-router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS)
+# 403: a token-less loopback server refuses a request addressed to another host (DNS
+# rebinding); 503: the store or the queue does not answer.
+COMMON_PROBLEMS = _problems(401, 403, 413, 422, 503)
+router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS, route_class=StrictJsonRoute)
 _bearer = HTTPBearer(auto_error=False, description="a token from `onthedot token create`")
 
 
@@ -83,9 +98,7 @@ async def create_job(
 @router.get("/jobs", response_model=JobList)
 async def list_jobs(
     rt: RuntimeDep, user: UserDep,
-    status_filter: Annotated[str | None, Query(
-        alias="status",
-        description="scheduled | running | completed | failed | paused | cancelled")] = None,
+    status_filter: Annotated[UserJobStatus | None, Query(alias="status")] = None,
     start_time: Annotated[AwareDatetime | None, Query(
         description="only jobs created at or after this ISO 8601 instant")] = None,
     end_time: Annotated[AwareDatetime | None, Query(
@@ -99,12 +112,12 @@ async def list_jobs(
     return JobList(jobs=[JobOut.of(v) for v in page.items], next_page_token=page.next_page_token)
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut, responses=_problems(404))
+@router.get("/jobs/{job_id:id}", response_model=JobOut, responses=_problems(404))
 async def get_job(job_id: str, rt: RuntimeDep, user: UserDep) -> JobOut:
     return JobOut.of(await rt.service.get_job(user, job_id))
 
 
-@router.patch("/jobs/{job_id}", response_model=JobOut, responses=_problems(404, 409))
+@router.patch("/jobs/{job_id:id}", response_model=JobOut, responses=_problems(404, 409))
 async def update_job(job_id: str, body: JobUpdate, rt: RuntimeDep, user: UserDep) -> JobOut:
     """Change a job; a changed ``job_params`` replaces its pending run."""
     current = await rt.service.get_job(user, job_id)
@@ -112,7 +125,7 @@ async def update_job(job_id: str, body: JobUpdate, rt: RuntimeDep, user: UserDep
     return JobOut.of(await rt.service.update_job(user, job_id, patch))
 
 
-@router.delete("/jobs/{job_id}", status_code=status.HTTP_204_NO_CONTENT,
+@router.delete("/jobs/{job_id:id}", status_code=status.HTTP_204_NO_CONTENT,
                responses=_problems(404))
 async def delete_job(job_id: str, rt: RuntimeDep, user: UserDep) -> Response:
     """Cancel the job and its pending runs. Deleting a cancelled job again is a no-op."""
@@ -120,20 +133,20 @@ async def delete_job(job_id: str, rt: RuntimeDep, user: UserDep) -> Response:
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.post("/jobs/{job_id}:pause", response_model=JobOut, responses=_problems(404, 409))
+@router.post("/jobs/{job_id:id}:pause", response_model=JobOut, responses=_problems(404, 409))
 async def pause_job(job_id: str, rt: RuntimeDep, user: UserDep) -> JobOut:
     """Cancel the pending run; a paused job fires nothing until resumed."""
     return JobOut.of(await rt.service.pause_job(user, job_id))
 
 
-@router.post("/jobs/{job_id}:resume", response_model=JobOut, responses=_problems(404, 409))
+@router.post("/jobs/{job_id:id}:resume", response_model=JobOut, responses=_problems(404, 409))
 async def resume_job(job_id: str, rt: RuntimeDep, user: UserDep) -> JobOut:
     """Schedule the next occurrence again (missed occurrences of a recurring job are not made
     up)."""
     return JobOut.of(await rt.service.resume_job(user, job_id))
 
 
-@router.post("/jobs/{job_id}:run", status_code=status.HTTP_201_CREATED, response_model=RunOut,
+@router.post("/jobs/{job_id:id}:run", status_code=status.HTTP_201_CREATED, response_model=RunOut,
              responses=_problems(404, 409))
 async def run_job(job_id: str, response: Response, rt: RuntimeDep, user: UserDep) -> RunOut:
     """An extra run now, besides the schedule."""
@@ -143,7 +156,7 @@ async def run_job(job_id: str, response: Response, rt: RuntimeDep, user: UserDep
 
 
 # --- runs and dead letters -----------------------------------------------------------------
-@router.get("/jobs/{job_id}/runs", response_model=RunList, responses=_problems(404))
+@router.get("/jobs/{job_id:id}/runs", response_model=RunList, responses=_problems(404))
 async def list_runs(job_id: str, rt: RuntimeDep, user: UserDep, page_size: PageSize = 20,
                     page_token: PageToken = None) -> RunList:
     """A job's runs, newest scheduled first."""
@@ -151,7 +164,7 @@ async def list_runs(job_id: str, rt: RuntimeDep, user: UserDep, page_size: PageS
     return RunList(runs=[RunOut.of(r) for r in page.items], next_page_token=page.next_page_token)
 
 
-@router.get("/runs/{run_id}", response_model=RunOut, responses=_problems(404))
+@router.get("/runs/{run_id:id}", response_model=RunOut, responses=_problems(404))
 async def get_run(run_id: str, rt: RuntimeDep, user: UserDep) -> RunOut:
     return RunOut.of(await rt.service.get_run(user, run_id))
 
@@ -165,7 +178,7 @@ async def list_dead_letters(rt: RuntimeDep, user: UserDep, page_size: PageSize =
                           next_page_token=page.next_page_token)
 
 
-@router.post("/dead-letters/{run_id}:redrive", response_model=RunOut,
+@router.post("/dead-letters/{run_id:id}:redrive", response_model=RunOut,
              responses=_problems(404, 409))
 async def redrive(run_id: str, rt: RuntimeDep, user: UserDep) -> RunOut:
     """Send a dead-lettered run back to the queue with a fresh attempt count."""

@@ -8,8 +8,8 @@ import logging
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from onthedot.api.models import Health
-from onthedot.api.problems import problem
+from onthedot.api.models import Health, Problem
+from onthedot.api.problems import PROBLEM_MEDIA_TYPE, problem
 from onthedot.api.routes_jobs import RuntimeDep
 from onthedot.watcher.recurring import CONSUMER as RECURRING_CONSUMER
 
@@ -27,7 +27,9 @@ async def healthz() -> Health:
     return Health(status="ok")
 
 
-@router.get("/readyz", response_model=Health, responses={503: {"description": "not ready"}})
+@router.get("/readyz", response_model=Health, responses={503: {
+    "model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}},
+    "description": "not ready: `checks` names what does not answer"}})
 async def readyz(request: Request, rt: RuntimeDep) -> Response | Health:
     """The store and the queue answer."""
     checks: dict[str, str] = {}

@@ -83,6 +83,13 @@ class JobParams:
         return d
 
 
+# Bounds of a stored job that the service enforces on every write and the store's codec checks
+# on every read (a row written before a bound existed is shown as unreadable, not as a 500).
+MAX_ACTION_DEPTH = 32  # nesting of the action object, itself included (a webhook body: 31)
+MAX_ACTION_BYTES = 65_536  # the action as compact UTF-8 JSON
+MAX_BACKOFF_SECONDS = 86_400.0  # one day: the longest wait before a retry
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_attempts: int = 3

@@ -9,22 +9,30 @@ a bearer token, or the ``local`` user on a loopback server without tokens. A mis
 token is a ``401`` problem before the MCP layer sees the request. In ``local`` mode a request
 whose ``Host`` or ``Origin`` is not loopback is refused (``403``): a web page that rebinds its DNS
 name to 127.0.0.1 must not act as the local user.
+
+A JSON body is read with the REST API's parser (``onthedot.api.jsonbody``) before the SDK sees
+it; one it refuses (not UTF-8, NaN, nested too deeply, malformed) is a JSON-RPC parse error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.types import PARSE_ERROR
 from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from onthedot.api.auth import resolve_request_user, resolve_user
+from onthedot.api.jsonbody import EXPECTED as JSON_EXPECTED
+from onthedot.api.jsonbody import parse_json
 from onthedot.api.problems import error_problem, problem
 from onthedot.config import Settings
 from onthedot.domain.errors import AuthError, OnTheDotError
@@ -63,7 +71,7 @@ class McpEndpoint:
             app.router.routes.append(Route(path, endpoint=self, include_in_schema=False))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope)
+        request = Request(scope, receive)
         if request.method != "POST":
             # Stateless: no session to DELETE and no server-initiated messages to stream on a
             # GET, for which the spec asks a 405 rather than an SSE stream that stays silent.
@@ -81,7 +89,46 @@ class McpEndpoint:
             await error_problem(exc)(scope, receive, send)
             return
         setattr(request.state, USER_STATE, user)  # the same scope reaches the tool call
+        if _is_json(request):
+            body = await request.body()
+            try:
+                parse_json(body)
+            except json.JSONDecodeError as exc:
+                await _parse_error(exc)(scope, receive, send)
+                return
+            receive = _replaying(body, receive)
         await self.sessions.handle_request(scope, receive, send)
+
+
+def _is_json(request: Request) -> bool:
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return media_type == "application/json"
+
+
+def _parse_error(exc: json.JSONDecodeError) -> JSONResponse:
+    """What the SDK answers to JSON it cannot parse (HTTP 400, JSON-RPC -32700), for every body
+    ``parse_json`` refuses: the SDK's own ``json.loads`` would raise something other than a
+    decode error on non-UTF-8 or deeply nested bodies (a 500), and accept NaN. ``data`` carries
+    the same correctable error object as a tool error."""
+    error = {"code": "invalid_json", "message": f"the body is not valid JSON: {exc.msg}",
+             "field": "body", "expected": JSON_EXPECTED}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
+        "code": PARSE_ERROR, "message": f"Parse error: {exc.msg}", "data": error}},
+        status_code=400)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for an app that has not seen the body this edge already read."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 async def caller_of_request(request: Any) -> Caller:

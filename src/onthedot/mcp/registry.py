@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.types import ToolAnnotations
 
 from onthedot.domain.errors import OnTheDotError
+from onthedot.domain.jsonvalue import TEXT_EXPECTED, is_finite_number, is_storable_text
 
 if TYPE_CHECKING:
     from onthedot.service import JobService
@@ -214,6 +215,10 @@ def _check_object(schema: Mapping[str, Any], value: Mapping[str, Any], path: str
     properties: Mapping[str, Any] = schema.get("properties", {})
     out: dict[str, Any] = {}
     for key, item in value.items():
+        if not is_storable_text(str(key)):  # not echoed back: the answer could not be encoded
+            raise ArgumentError(f"{tool} got an argument name that is not text",
+                                code="invalid_text", field=path.rstrip(".") or "arguments",
+                                expected=TEXT_EXPECTED)
         where = f"{path}{key}"
         if key not in properties:
             near = difflib.get_close_matches(str(key), list(properties), n=1)
@@ -244,6 +249,9 @@ def _check_value(schema: Mapping[str, Any], value: Any, where: str, tool: str) -
     if kind in ("integer", "number"):
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise _type_error(where, f"a JSON {kind}", value)
+        if not is_finite_number(value):
+            raise ArgumentError(f"{where} must be a finite number", field=where,
+                                expected=f"a finite JSON {kind}")
         if kind == "integer":
             if isinstance(value, float) and not value.is_integer():
                 raise _type_error(where, "a whole number", value)
@@ -252,6 +260,9 @@ def _check_value(schema: Mapping[str, Any], value: Any, where: str, tool: str) -
         return value
     if not isinstance(value, str):
         raise _type_error(where, "a string", value)
+    if not is_storable_text(value):
+        raise ArgumentError(f"{where} holds an unpaired surrogate or a NUL character",
+                            code="invalid_text", field=where, expected=TEXT_EXPECTED)
     if "enum" in schema and value not in schema["enum"]:
         raise ArgumentError(f"{where} cannot be {value!r}", field=where,
                             expected="one of: " + ", ".join(schema["enum"]))

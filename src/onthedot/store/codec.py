@@ -1,12 +1,29 @@
-"""Turning records into SQL parameters and rows back into records (text timestamps, JSON)."""
+"""Turning records into SQL parameters and rows back into records (text timestamps, JSON).
+
+Reading never fails on the JSON a user gave (action, retry policy) or an action produced
+(output): a row written before today's limits, or damaged by hand, must not take down a user's
+whole listing nor block the DELETE that would clean it up. What cannot be shown is replaced, and
+a warning is logged:
+
+* an action that is not a JSON object with a ``type``, or breaks what the service enforces on
+  writes (nesting, finite numbers, storable text) -> ``{"type": "unreadable", "reason": ...}``;
+  the worker fails such a run (no action is called that), and a PATCH must give a new action;
+* a retry policy that cannot be read -> the default policy;
+* a run output that is not JSON or nests too deeply -> ``{"unreadable": reason}`` (such an
+  output is also stored that way: ``dump_output`` checks what an endpoint answered).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import math
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from onthedot.domain.jsonvalue import MAX_JSON_DEPTH, first_problem
 from onthedot.domain.models import (
+    MAX_ACTION_DEPTH,
     Job,
     JobParams,
     JobRun,
@@ -17,6 +34,9 @@ from onthedot.domain.models import (
 )
 
 TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+UNREADABLE_ACTION = "unreadable"  # the type shown for a stored action that cannot be shown
+
+log = logging.getLogger("onthedot.store")
 
 
 class Row(Protocol):
@@ -70,15 +90,11 @@ def job_to_params(job: Job) -> dict[str, Any]:
 
 
 def job_from_row(row: Row) -> Job:
-    retry = row["retry_policy"]
-    retry = json.loads(retry) if isinstance(retry, str) else retry
-    action = row["action"]
-    action = json.loads(action) if isinstance(action, str) else action
     return Job(
         job_id=row["job_id"],
         user_id=row["user_id"],
         name=row["name"],
-        action=action,
+        action=_action_of(row["job_id"], row["action"]),
         params=JobParams(
             type=row["job_type"],
             time=row["run_time"],
@@ -86,7 +102,7 @@ def job_from_row(row: Row) -> Job:
             timezone=row["timezone"],
         ),
         status=JobStatus(row["status"]),
-        retry_policy=RetryPolicy(**retry),
+        retry_policy=_retry_policy_of(row["job_id"], row["retry_policy"]),
         misfire_policy=row["misfire_policy"],
         timeout_seconds=float(row["timeout_seconds"]),
         idempotency_key=row["idempotency_key"],
@@ -122,13 +138,19 @@ def run_to_params(run: JobRun) -> dict[str, Any]:
 
 
 def dump_output(output: Any) -> str | None:
-    return None if output is None else json.dumps(output, ensure_ascii=False)
+    """An action's output as stored JSON. What an endpoint answered is not ours to trust: text
+    that UTF-8 (or PostgreSQL) cannot hold, or absurd nesting, is stored as unreadable rather
+    than failing the write that finishes the run."""
+    if output is None:
+        return None
+    problem = first_problem(output, "output", max_depth=MAX_JSON_DEPTH)
+    if problem is not None and problem.kind != "number":
+        output = {"unreadable": f"the output cannot be stored: {problem.detail}"}
+    return json.dumps(output, ensure_ascii=False)
 
 
 def run_from_row(row: Row) -> JobRun:
-    output = row["output"]
-    if isinstance(output, str):
-        output = json.loads(output)
+    output = _output_of(row["run_id"], row["output"])
     return JobRun(
         run_id=row["run_id"],
         job_id=row["job_id"],
@@ -158,6 +180,60 @@ def event_from_row(row: Row) -> RunEvent:
         status=RunStatus(row["status"]),
         emitted_at=_need_dt(row["emitted_at"]),
     )
+
+
+def _loaded(value: Any) -> Any:
+    """SQLite columns carry JSON text; PostgreSQL's jsonb arrives decoded."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _action_of(job_id: str, stored: Any) -> dict[str, Any]:
+    try:
+        action = _loaded(stored)
+    except (ValueError, RecursionError):
+        return _unreadable_action(job_id, "the stored action is not JSON")
+    if not isinstance(action, dict) or not isinstance(action.get("type"), str):
+        return _unreadable_action(job_id, "the stored action is not an object with a type")
+    problem = first_problem(action, "action", max_depth=MAX_ACTION_DEPTH)
+    if problem is not None:
+        return _unreadable_action(job_id, f"the stored action cannot be shown: {problem.detail}")
+    return action
+
+
+def _unreadable_action(job_id: str, reason: str) -> dict[str, Any]:
+    log.warning("job %s: %s", job_id, reason)
+    return {"type": UNREADABLE_ACTION, "reason": reason}
+
+
+def _retry_policy_of(job_id: str, stored: Any) -> RetryPolicy:
+    try:
+        data = _loaded(stored)
+        policy = RetryPolicy(max_attempts=int(data["max_attempts"]),
+                             backoff_seconds=float(data["backoff_seconds"]),
+                             max_backoff_seconds=float(data["max_backoff_seconds"]))
+    except (ValueError, TypeError, KeyError, OverflowError, RecursionError):
+        policy = None
+    if policy is None or not (math.isfinite(policy.backoff_seconds)
+                              and math.isfinite(policy.max_backoff_seconds)):
+        log.warning("job %s: the stored retry policy cannot be read; using the default", job_id)
+        return RetryPolicy()
+    return policy
+
+
+def _output_of(run_id: str, stored: Any) -> Any:
+    reason = None
+    try:
+        output = _loaded(stored)
+    except (ValueError, RecursionError):
+        reason = "the stored output is not JSON"
+    else:
+        problem = first_problem(output, "output", max_depth=MAX_JSON_DEPTH)
+        if problem is not None and problem.kind != "number":  # NaN is shown as null
+            reason = f"the stored output cannot be shown: {problem.detail}"
+    if reason is None:
+        return output
+    log.warning("run %s: %s", run_id, reason)
+    return {"unreadable": reason}
 
 
 def _as_dt(value: Any) -> datetime | None:

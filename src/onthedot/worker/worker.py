@@ -40,7 +40,7 @@ from onthedot.actions import ActionContext, ActionRegistry
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
 from onthedot.domain.errors import BackendError, OnTheDotError
-from onthedot.domain.models import Job, JobRun, RetryPolicy, RunStatus
+from onthedot.domain.models import MAX_BACKOFF_SECONDS, Job, JobRun, RetryPolicy, RunStatus
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Delivery, Queue
 from onthedot.store.base import RunClaim, RunFinish, RunRetry, Store
@@ -50,23 +50,32 @@ log = logging.getLogger("onthedot.worker")
 T = TypeVar("T")
 
 HEARTBEAT_FRACTION = 1 / 3  # of the visibility timeout
+MAX_DOUBLINGS = 64  # 2**64 times any positive first delay is past MAX_BACKOFF_SECONDS
 RECEIVE_BATCH = 32
 TAKEOVER_MARGIN_SECONDS = 0.05  # a refused duplicate comes back this long after the lease ends
 RECORD_RETRY_SECONDS = 300.0  # how long a result is retried against a failing store
 RECORD_RETRY_FIRST_SECONDS = 0.1  # first pause between two tries; doubles up to the next
 RECORD_RETRY_MAX_SECONDS = 5.0
-BACKOFF_CEILING_SECONDS = 366 * 86400.0  # whatever a stored policy says, retry within a year
 
 
 def backoff_seconds(policy: RetryPolicy, attempt: int, rng: random.Random | None = None) -> float:
     """Exponential in the attempt number, capped, with jitter in [50 %, 100 %] of the step so
-    many runs failing together do not retry in lockstep."""
-    exponent = min(max(0, attempt - 1), 64)  # 2**64 times any backoff is past every cap
-    step = min(policy.max_backoff_seconds, policy.backoff_seconds * 2.0 ** exponent,
-               BACKOFF_CEILING_SECONDS)
-    if math.isnan(step) or step < 0:
-        step = 0.0
+    many runs failing together do not retry in lockstep.
+
+    The service bounds what it stores, but a row written before those bounds (or by hand) may
+    hold anything: the result is always a finite delay from 0 to MAX_BACKOFF_SECONDS.
+    """
+    cap = _bounded(policy.max_backoff_seconds, MAX_BACKOFF_SECONDS)
+    first = min(_bounded(policy.backoff_seconds, RetryPolicy.backoff_seconds), cap)
+    doublings = min(max(0, attempt - 1), MAX_DOUBLINGS)
+    step = min(cap, first * 2.0 ** doublings)
     return float(step * (0.5 + 0.5 * (rng or random).random()))
+
+
+def _bounded(seconds: float, fallback: float) -> float:
+    if not math.isfinite(seconds):
+        return fallback
+    return min(max(seconds, 0.0), MAX_BACKOFF_SECONDS)
 
 
 class Worker:
@@ -218,7 +227,11 @@ class Worker:
         await self.queue.ack(delivery)
 
     async def _execute(self, job: Job, run: JobRun) -> tuple[bool, Any, str]:
-        action = self.actions.get(str(job.action.get("type")))
+        try:
+            # A stored action can be unreadable (store/codec.py): that is a failed attempt.
+            action = self.actions.get(str(job.action.get("type")))
+        except OnTheDotError as exc:
+            return False, None, exc.message
         ctx = ActionContext(job=job, run=run, idempotency_key=run.run_id,
                             timeout_seconds=job.timeout_seconds, http=await self.http())
         try:

@@ -10,7 +10,8 @@ Per delivery::
       v
     success ---------> finish SUCCEEDED + RunEvent (one transaction) -> ack
     failure, attempts left -> RETRYING -> nack(backoff with jitter)
-    failure, last attempt ---> finish FAILED + RunEvent, dead-lettered -> dead-letter message
+    failure, last attempt or not retryable (egress refused)
+                      ---> finish FAILED + RunEvent, dead-lettered -> dead-letter message
 
 A worker that crashes stops heartbeating: the message becomes visible again and the store lease
 lapses, so another worker claims the run with a new token; the crashed attempt's late writes
@@ -30,10 +31,10 @@ from typing import Any
 
 import httpx
 
-from onthedot.actions import ActionContext, ActionRegistry
+from onthedot.actions import ActionContext, ActionRegistry, EgressGuard, guarded_client
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
-from onthedot.domain.errors import OnTheDotError
+from onthedot.domain.errors import ActionError, OnTheDotError
 from onthedot.domain.models import Job, JobRun, RetryPolicy, RunStatus
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Delivery, Queue
@@ -72,7 +73,7 @@ class Worker:
 
     async def http(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(follow_redirects=False)
+            self._http = guarded_client(EgressGuard.from_settings(self.settings))
         return self._http
 
     async def aclose(self) -> None:
@@ -149,13 +150,13 @@ class Worker:
             return
         self.metrics.attempts.inc()
         try:
-            ok, output, error = await self._execute(job, run, token, delivery)
+            ok, output, error, retryable = await self._execute(job, run, token, delivery)
         except asyncio.CancelledError:
             await self._release(run, token, delivery)
             raise
         if ok:
             await self._succeed(run, token, delivery, output)
-        elif run.attempt < job.retry_policy.max_attempts:
+        elif retryable and run.attempt < job.retry_policy.max_attempts:
             await self._retry(job, run, token, delivery, error)
         else:
             await self._finish_failed(run, token, delivery, error)
@@ -169,7 +170,7 @@ class Worker:
         await self.queue.ack(delivery)  # finished, cancelled or unknown: never run it again
 
     async def _execute(self, job: Job, run: JobRun, token: str,
-                       delivery: Delivery) -> tuple[bool, Any, str]:
+                       delivery: Delivery) -> tuple[bool, Any, str, bool]:
         action = self.actions.get(str(job.action.get("type")))
         ctx = ActionContext(job=job, run=run, idempotency_key=run.run_id,
                             timeout_seconds=job.timeout_seconds, http=await self.http())
@@ -177,14 +178,14 @@ class Worker:
         try:
             async with asyncio.timeout(job.timeout_seconds):
                 output = await action.execute(job.action, ctx)
-            return True, output, ""
+            return True, output, "", False
         except TimeoutError:
-            return False, None, f"timed out after {job.timeout_seconds:g}s"
+            return False, None, f"timed out after {job.timeout_seconds:g}s", True
         except OnTheDotError as exc:
-            return False, None, exc.message
+            return False, None, exc.message, not isinstance(exc, ActionError) or exc.retryable
         except Exception as exc:
             log.exception("action %s of run %s raised", job.action.get("type"), run.run_id)
-            return False, None, f"{type(exc).__name__}: {exc}"
+            return False, None, f"{type(exc).__name__}: {exc}", True
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -16,7 +16,7 @@ from onthedot.runtime import Runtime
 from onthedot.service import JobSpec, JobView
 from onthedot.watcher import Dispatcher, RecurringWatcher
 from onthedot.worker import Worker
-from tests.support.webhook import WebhookReceiver
+from tests.support.webhook import LOOPBACK_ALLOW, WebhookReceiver
 
 START = datetime(2026, 6, 22, 0, 0, 30, tzinfo=UTC)
 
@@ -60,7 +60,8 @@ def db_url(tmp_path: Path) -> str:
 @pytest.fixture
 async def engine(db_url: str) -> AsyncIterator[Engine]:
     clock = FakeClock(START)
-    settings = Settings(database_url=db_url, visibility_timeout=30, misfire_grace=60)
+    settings = Settings(database_url=db_url, visibility_timeout=30, misfire_grace=60,
+                        egress_allow=LOOPBACK_ALLOW)
     rt = await Runtime.open(settings, clock)
     engine = Engine(
         rt=rt, clock=clock,

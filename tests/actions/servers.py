@@ -23,6 +23,7 @@ class Hit:
     method: str
     path: str
     host: str | None
+    cookie: str | None
 
 
 @dataclass
@@ -68,7 +69,8 @@ class ScriptedServer:
                 if length:
                     self.rfile.read(length)
                 with scripted._lock:
-                    scripted.hits.append(Hit(self.command, self.path, self.headers.get("Host")))
+                    scripted.hits.append(Hit(self.command, self.path, self.headers.get("Host"),
+                                          self.headers.get("Cookie")))
                 route = scripted.routes.get(self.path.split("?")[0])
                 if route is None:
                     answer(404, b"no such path")(self, scripted)

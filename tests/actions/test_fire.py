@@ -147,3 +147,16 @@ async def test_the_allowlist_admits_a_cidr(make_rig: RigFactory, serve: Servers)
     run = await rig.fire(await rig.create(server.url("/hook")))
     assert run.status is RunStatus.SUCCEEDED, run.error
     assert server.paths() == ["/hook"]
+
+
+async def test_a_cookie_one_run_receives_is_not_sent_with_another(make_rig: RigFactory,
+                                                                 serve: Servers) -> None:
+    """One client serves every user's runs; a cookie must not carry one user's session to
+    another user's request."""
+    server = serve({"/login": answer(200, headers={"Set-Cookie": "sid=secret; Path=/"}),
+                    "/hook": answer(200)})
+    rig = await make_rig("127.0.0.1")
+    for path in ("/login", "/hook"):
+        run = await rig.fire(await rig.create(server.url(path)))
+        assert run.status is RunStatus.SUCCEEDED, run.error
+    assert [(h.path, h.cookie) for h in server.hits] == [("/login", None), ("/hook", None)]

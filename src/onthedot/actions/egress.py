@@ -34,6 +34,7 @@ import ssl
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import unquote
 
@@ -93,6 +94,7 @@ _REFUSED_V6 = [(ipaddress.IPv6Network(net), kind) for net, kind in (
     ("::/128", "unspecified"),
     ("::1/128", "loopback"),
     ("::/96", "reserved"),  # IPv4-compatible, deprecated since 2006
+    ("::ffff:0:0:0/96", "reserved"),  # IPv4-translated (SIIT)
     ("64:ff9b:1::/48", "private"),  # local-use NAT64
     ("100::/64", "reserved"),  # discard
     ("2001::/23", "reserved"),  # IETF protocol assignments, Teredo among them
@@ -103,7 +105,6 @@ _REFUSED_V6 = [(ipaddress.IPv6Network(net), kind) for net, kind in (
     ("ff00::/8", "multicast"),
 )]
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-_SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")
 # One part of a BSD-style IPv4 literal, as inet_aton and URL parsers read it: hex, octal, decimal.
 _V4_PART = re.compile(r"0x[0-9a-f]*|0[0-7]*|[1-9][0-9]*")
 
@@ -157,11 +158,11 @@ def address_refusal(address: IPAddress) -> str | None:
     embedded = _embedded_ipv4(address)
     if embedded is not None:
         return address_refusal(embedded)
-    if address in METADATA_ADDRESSES:
-        return "cloud metadata"
-    if isinstance(address, ipaddress.IPv4Address):
-        return next((kind for net, kind in _REFUSED_V4 if address in net), None)
     plain = _without_zone(address)
+    if plain in METADATA_ADDRESSES:
+        return "cloud metadata"
+    if isinstance(plain, ipaddress.IPv4Address):
+        return next((kind for net, kind in _REFUSED_V4 if plain in net), None)
     return next((kind for net, kind in _REFUSED_V6 if plain in net), None)
 
 
@@ -332,18 +333,18 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def guarded_transport(guard: EgressGuard, *, verify: Any = True,
+def guarded_transport(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True,
                       limits: httpx.Limits | None = None) -> httpx.AsyncHTTPTransport:
-    """An httpx transport whose connections are opened through ``guard``. ``verify`` is what
-    httpx takes (True, or an ``ssl.SSLContext`` trusting a test CA)."""
+    """An httpx transport whose connections are opened through ``guard``. ``verify``: True
+    (the system's CAs), or an ``ssl.SSLContext`` (one trusting a test CA)."""
     limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
-    transport = httpx.AsyncHTTPTransport(verify=verify, limits=limits)
+    ssl_context = verify if isinstance(verify, ssl.SSLContext) \
+        else httpx.create_ssl_context(verify=verify)
+    transport = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits)
     # httpx has no public way to give its pool a network backend; its transport keeps the
     # httpcore pool in ``_pool`` and only forwards to it. Checked so an httpx change fails loud.
     if not isinstance(getattr(transport, "_pool", None), httpcore.AsyncConnectionPool):
         raise RuntimeError("this httpx version keeps its pool elsewhere; the guard needs it")
-    ssl_context = verify if isinstance(verify, ssl.SSLContext) \
-        else httpx.create_ssl_context(verify=verify)
     transport._pool = httpcore.AsyncConnectionPool(
         ssl_context=ssl_context, max_connections=limits.max_connections,
         max_keepalive_connections=limits.max_keepalive_connections,
@@ -352,13 +353,17 @@ def guarded_transport(guard: EgressGuard, *, verify: Any = True,
     return transport
 
 
-def guarded_client(guard: EgressGuard, *, verify: Any = True) -> httpx.AsyncClient:
+def guarded_client(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True
+                   ) -> httpx.AsyncClient:
     """The HTTP client for actions: every connection checked, redirects followed (each hop
-    checked again), no proxy taken from the environment (it would bypass the guard), and
-    uncompressed answers asked for so ``read_capped`` bounds what is held in memory."""
+    checked again), no proxy taken from the environment (it would bypass the guard),
+    uncompressed answers asked for so ``read_capped`` bounds what is held in memory, and no
+    cookies kept: one client serves every user's runs, and a cookie one user's server sets
+    must not travel with another user's request."""
     return httpx.AsyncClient(transport=guarded_transport(guard, verify=verify),
                              follow_redirects=True, max_redirects=MAX_REDIRECTS, trust_env=False,
-                             headers={"Accept-Encoding": "identity"})
+                             headers={"Accept-Encoding": "identity"},
+                             cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ class WebhookAction:
         reason = self.guard.refusal_without_lookup(host)
         if reason is not None:
             raise ValidationError(
-                f"webhook url {url!r} points at a {reason} address, which onthedot does not call",
+                f"the webhook url points at {host} ({reason} address), which onthedot does "
+                "not call",
                 code="egress_refused", field="action.url",
                 expected="an http(s) URL of a public host (an operator can allow private "
                          f"destinations with {ALLOW_SETTING})")

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     llm_model: str = Field("gpt-4o-mini", description="model name for the chat front door and "
                            "the llm action")
     llm_api_key: str | None = Field(None, description="API key for llm_base_url")
+    egress_allow: str = Field("", description="comma-separated host names and CIDRs that actions "
+                              "may call although they are loopback, private or link-local "
+                              "(e.g. hooks.internal,10.1.0.0/16); default: none")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
 
 

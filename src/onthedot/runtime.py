@@ -106,7 +106,7 @@ class Runtime:
     async def open(cls, settings: Settings, clock: Clock | None = None,
                    actions: ActionRegistry | None = None) -> Runtime:
         clock = clock or SystemClock()
-        actions = actions or default_registry()
+        actions = actions or default_registry(settings)
         store = build_store(settings, clock)
         queue = build_queue(settings, clock)
         try:

@@ -15,6 +15,7 @@ from onthedot.api.auth import hash_token
 from onthedot.config import Settings
 from onthedot.domain.clock import FakeClock
 from onthedot.runtime import Runtime
+from tests.support.webhook import LOOPBACK_ALLOW
 
 START = datetime(2026, 6, 22, 0, 0, 0, tzinfo=UTC)
 PROBLEM = "application/problem+json"
@@ -52,7 +53,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(database_url=f"sqlite:///{tmp_path}/api.db")
+    return Settings(database_url=f"sqlite:///{tmp_path}/api.db", egress_allow=LOOPBACK_ALLOW)
 
 
 @pytest.fixture

@@ -324,7 +324,7 @@ async def pg_service(tmp_path: Path, clock: FakeClock) -> AsyncIterator[JobServi
     try:
         await store.migrate()
         await queue.open()
-        yield JobService(store, queue, clock, Settings(), default_registry())
+        yield JobService(store, queue, clock, Settings(), default_registry(Settings()))
     finally:
         await queue.close()
         await store.close()

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.support.waiting import wait_until
-from tests.support.webhook import WebhookReceiver
+from tests.support.webhook import LOOPBACK_ALLOW, WebhookReceiver
 
 pytestmark = pytest.mark.slow
 LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
@@ -47,7 +47,8 @@ def onthedot_command() -> list[str]:
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Served]:
-    env = {**os.environ, "ONTHEDOT_SHUTDOWN_GRACE": "5", "ONTHEDOT_LOG_LEVEL": "INFO"}
+    env = {**os.environ, "ONTHEDOT_SHUTDOWN_GRACE": "5", "ONTHEDOT_LOG_LEVEL": "INFO",
+           "ONTHEDOT_EGRESS_ALLOW": LOOPBACK_ALLOW}
     env.pop("ONTHEDOT_TOKEN", None)
     log_path = tmp_path / "serve.log"
     with open(log_path, "wb") as log:

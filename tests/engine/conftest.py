@@ -21,7 +21,7 @@ from onthedot.service import JobSpec, JobView
 from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
 from onthedot.worker import Worker
 from tests.conformance.conftest import PG_DSN, drop_pg_schema, new_pg_schema
-from tests.support.webhook import WebhookReceiver
+from tests.support.webhook import LOOPBACK_ALLOW, WebhookReceiver
 
 NATS_URL = "nats://127.0.0.1:4222"
 
@@ -69,7 +69,8 @@ def db_url(tmp_path: Path) -> str:
 @pytest.fixture
 async def engine(db_url: str) -> AsyncIterator[Engine]:
     clock = FakeClock(START)
-    settings = Settings(database_url=db_url, visibility_timeout=30, misfire_grace=60)
+    settings = Settings(database_url=db_url, visibility_timeout=30, misfire_grace=60,
+                        egress_allow=LOOPBACK_ALLOW)
     rt = await Runtime.open(settings, clock)
     engine = Engine(
         rt=rt, clock=clock,
@@ -95,7 +96,8 @@ async def both(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         schema, prefix = new_pg_schema(), f"t{secrets.token_hex(6)}"
         extra.update(database_url=PG_DSN, database_schema=schema, queue_url=NATS_URL,
                      queue_prefix=prefix)
-    settings = Settings(visibility_timeout=30, misfire_grace=60, **extra)
+    settings = Settings(visibility_timeout=30, misfire_grace=60, egress_allow=LOOPBACK_ALLOW,
+                        **extra)
     rt = await Runtime.open(settings, clock)
     engine = Engine(
         rt=rt, clock=clock,

@@ -17,7 +17,7 @@ from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
 from tests.support.procs import RoleProcess, start_roles
 from tests.support.waiting import async_wait_until, wait_until
-from tests.support.webhook import WebhookReceiver
+from tests.support.webhook import LOOPBACK_ALLOW, WebhookReceiver
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,8 @@ VISIBILITY = 2.0  # seconds: short, so crash recovery is quick in tests
 @pytest.fixture
 async def client_rt(tmp_path: Path) -> AsyncIterator[Runtime]:
     """A runtime in the test process used only to create jobs and read state."""
-    rt = await Runtime.open(Settings(database_url=f"sqlite:///{tmp_path}/shared.db"))
+    rt = await Runtime.open(Settings(database_url=f"sqlite:///{tmp_path}/shared.db",
+                                     egress_allow=LOOPBACK_ALLOW))
     yield rt
     await rt.close()
 
@@ -50,7 +51,8 @@ def webhook() -> Iterator[WebhookReceiver]:
 
 def _settings(tmp_path: Path, **extra: object) -> dict[str, object]:
     return {"database_url": f"sqlite:///{tmp_path}/shared.db", "visibility_timeout": VISIBILITY,
-            "tick_seconds": 0.2, "shard_lease_seconds": 3, "shutdown_grace": 5, **extra}
+            "tick_seconds": 0.2, "shard_lease_seconds": 3, "shutdown_grace": 5,
+            "egress_allow": LOOPBACK_ALLOW, **extra}
 
 
 async def _run_status(rt: Runtime, job_id: str) -> RunStatus | None:

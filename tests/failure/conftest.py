@@ -23,7 +23,7 @@ from tests.support.cluster import (
     new_schema,
     pg_bin_dir,
 )
-from tests.support.webhook import WebhookReceiver
+from tests.support.webhook import LOOPBACK_ALLOW, WebhookReceiver
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def make_fleet(tmp_path: Path) -> Iterator[Callable[..., Fleet]]:
     def make(**settings: object) -> Fleet:
         logs = tmp_path / f"fleet-{len(fleets)}"
         logs.mkdir()
-        made = Fleet(logs=logs, settings=settings)
+        made = Fleet(logs=logs, settings={"egress_allow": LOOPBACK_ALLOW, **settings})
         fleets.append(made)
         return made
 

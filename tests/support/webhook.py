@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# The receivers listen on loopback, which the egress guard refuses unless allowlisted: tests that
+# call them pass this as ``egress_allow`` (or ONTHEDOT_EGRESS_ALLOW to a child process).
+LOOPBACK_ALLOW = "127.0.0.1"
+
 
 @dataclass
 class Received:

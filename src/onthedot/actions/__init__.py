@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from onthedot.actions.base import Action, ActionContext
+from onthedot.actions.egress import EgressGuard, guarded_client
 from onthedot.actions.message import MessageAction
 from onthedot.actions.webhook import WebhookAction
+from onthedot.config import Settings
 from onthedot.domain.errors import ValidationError
 
-__all__ = ["Action", "ActionContext", "ActionRegistry", "default_registry"]
+__all__ = ["Action", "ActionContext", "ActionRegistry", "EgressGuard", "default_registry",
+           "guarded_client"]
 
 
 class ActionRegistry:
@@ -48,5 +51,6 @@ class ActionRegistry:
         known.validate(action)
 
 
-def default_registry() -> ActionRegistry:
-    return ActionRegistry([MessageAction(), WebhookAction()])
+def default_registry(settings: Settings) -> ActionRegistry:
+    """The built-in actions, their outbound calls judged by the deployment's egress allowlist."""
+    return ActionRegistry([MessageAction(), WebhookAction(EgressGuard.from_settings(settings))])

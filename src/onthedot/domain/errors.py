@@ -103,7 +103,17 @@ class BackendError(OnTheDotError):
 
 
 class ActionError(OnTheDotError):
-    """An action attempt failed (non-2xx webhook, timeout, ...); the run may be retried."""
+    """An action attempt failed (non-2xx webhook, timeout, ...); the run is retried while it has
+    attempts left, unless ``retryable`` is False (another attempt would fail the same way)."""
 
     code = "action_failed"
     http_status = 502
+    retryable = True
+
+
+class EgressRefusedError(ActionError):
+    """An action tried to reach a destination the egress guard refuses (loopback, private,
+    metadata, ...); the run fails at once, without retries."""
+
+    code = "egress_refused"
+    retryable = False

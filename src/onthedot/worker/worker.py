@@ -12,7 +12,8 @@ Per delivery::
     success ---------> finish SUCCEEDED + RunEvent (one transaction) -> ack
     failure, attempts left -> RETRYING with retry_at (in the store) -> ack; the rescuer hands the
                               run back at retry_at
-    failure, last attempt ---> finish FAILED + RunEvent, dead-lettered -> dead-letter message
+    failure, last attempt or not retryable (egress refused)
+                      ---> finish FAILED + RunEvent, dead-lettered -> dead-letter message
 
 A worker that crashes stops heartbeating: its store lease ends, then the message becomes visible
 again (the heartbeat renews the lease first, so the lease always ends first) and another worker
@@ -36,10 +37,10 @@ from typing import Any, TypeVar
 
 import httpx
 
-from onthedot.actions import ActionContext, ActionRegistry
+from onthedot.actions import ActionContext, ActionRegistry, EgressGuard, guarded_client
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
-from onthedot.domain.errors import BackendError, OnTheDotError
+from onthedot.domain.errors import ActionError, BackendError, OnTheDotError
 from onthedot.domain.models import MAX_BACKOFF_SECONDS, Job, JobRun, RetryPolicy, RunStatus
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Delivery, Queue
@@ -98,7 +99,7 @@ class Worker:
 
     async def http(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(follow_redirects=False)
+            self._http = guarded_client(EgressGuard.from_settings(self.settings))
         return self._http
 
     async def aclose(self) -> None:
@@ -199,10 +200,10 @@ class Worker:
                                       f"gave up after {run.attempt - 1} unfinished attempts")
             return
         self.metrics.attempts.inc()
-        ok, output, error = await self._execute(job, run)
+        ok, output, error, retryable = await self._execute(job, run)
         if ok:
             await self._succeed(run, token, delivery, output)
-        elif run.attempt < job.retry_policy.max_attempts:
+        elif retryable and run.attempt < job.retry_policy.max_attempts:
             await self._retry(job, run, token, delivery, error)
         else:
             await self._finish_failed(run, token, delivery, error)
@@ -226,25 +227,26 @@ class Worker:
         # due): never run it from this message.
         await self.queue.ack(delivery)
 
-    async def _execute(self, job: Job, run: JobRun) -> tuple[bool, Any, str]:
+    async def _execute(self, job: Job, run: JobRun) -> tuple[bool, Any, str, bool]:
+        """One attempt: (succeeded, output, error, whether a failure may be retried)."""
         try:
             # A stored action can be unreadable (store/codec.py): that is a failed attempt.
             action = self.actions.get(str(job.action.get("type")))
         except OnTheDotError as exc:
-            return False, None, exc.message
+            return False, None, exc.message, True
         ctx = ActionContext(job=job, run=run, idempotency_key=run.run_id,
                             timeout_seconds=job.timeout_seconds, http=await self.http())
         try:
             async with asyncio.timeout(job.timeout_seconds):
                 output = await action.execute(job.action, ctx)
-            return True, output, ""
+            return True, output, "", False
         except TimeoutError:
-            return False, None, f"timed out after {job.timeout_seconds:g}s"
+            return False, None, f"timed out after {job.timeout_seconds:g}s", True
         except OnTheDotError as exc:
-            return False, None, exc.message
+            return False, None, exc.message, not isinstance(exc, ActionError) or exc.retryable
         except Exception as exc:
             log.exception("action %s of run %s raised", job.action.get("type"), run.run_id)
-            return False, None, f"{type(exc).__name__}: {exc}"
+            return False, None, f"{type(exc).__name__}: {exc}", True
 
     async def _release(self, run: JobRun, token: str, delivery: Delivery) -> None:
         """Shutting down mid-action: hand the run back so another worker starts it now, not

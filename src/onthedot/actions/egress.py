@@ -1,0 +1,403 @@
+"""The egress guard: which destinations an action may reach, and how much of an answer it reads.
+
+Every outbound call an action makes goes through one ``EgressGuard``: HTTP through the client of
+``guarded_client`` (its connections are opened by the guard), other protocols (SMTP) by calling
+``check_host`` and connecting to the addresses it returns. A user must not be able to make the
+server call itself, its neighbours or the cloud's metadata service and read the answer.
+
+How a host is judged (``check_host``)::
+
+    normalise: lower case, percent-decoded, one trailing dot dropped
+      |-- a name on the allowlist ------------------------------> resolve, admit every address
+      |-- an IP literal in any spelling (2130706433, 0x7f.1, ::ffff:a9fe:a9fe)
+      |       refused address (loopback, private, metadata, ...) and not allowlisted -> refuse
+      |-- always refused by name (localhost, *.localhost, metadata.google.internal) -> refuse
+      v
+    resolve once; refuse if ANY address is refused and not allowlisted
+      v
+    connect to exactly those addresses: no second lookup, so a DNS answer cannot change
+    between the check and the connection (rebinding); TLS still verifies the original name
+
+Redirects are followed by the client (at most ``MAX_REDIRECTS``); every hop opens its connection
+through the guard, so each one is checked again. Answers are read with ``read_capped``: at most
+``MAX_READ_BYTES``, then the connection is closed without downloading the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import re
+import socket
+import ssl
+import zlib
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+from typing import Any
+from urllib.parse import unquote
+
+import httpcore
+import httpx
+
+from onthedot.config import Settings
+from onthedot.domain.errors import ActionError, ConfigError, EgressRefusedError
+
+log = logging.getLogger("onthedot.egress")
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+"""``(host, port) -> addresses``; the default asks the system resolver (getaddrinfo)."""
+
+MAX_REDIRECTS = 5
+MAX_READ_BYTES = 64 * 1024  # of an answer body, after decompression
+ALLOW_SETTING = "ONTHEDOT_EGRESS_ALLOW"
+
+# Cloud instance metadata services. They sit inside refused ranges anyway; listing them keeps
+# them refused when an operator allowlists a whole range around them (100.64.0.0/10 for a VPN):
+# only an allowlist entry naming exactly one of these admits it.
+METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
+    "169.254.169.254",  # AWS, GCP, Azure, Oracle, DigitalOcean, OpenStack
+    "169.254.170.2",  # AWS ECS task metadata
+    "169.254.170.23",  # AWS EKS pod identity
+    "100.100.100.200",  # Alibaba Cloud
+    "fd00:ec2::254",  # AWS IMDS over IPv6
+    "fd00:ec2::23",  # AWS EKS pod identity over IPv6
+))
+# Names that mean "this machine" or "the metadata service" wherever they are resolved.
+REFUSED_NAMES = frozenset({
+    "localhost", "metadata", "metadata.google.internal", "metadata.goog",
+    "instance-data", "instance-data.ec2.internal",
+})
+REFUSED_SUFFIXES = (".localhost",)  # RFC 6761: every *.localhost name is loopback
+
+_REFUSED_V4 = [(ipaddress.IPv4Network(net), kind) for net, kind in (
+    ("0.0.0.0/8", "unspecified"),
+    ("10.0.0.0/8", "private"),
+    ("100.64.0.0/10", "shared (carrier-grade NAT)"),
+    ("127.0.0.0/8", "loopback"),
+    ("169.254.0.0/16", "link-local"),
+    ("172.16.0.0/12", "private"),
+    ("192.0.0.0/24", "reserved"),  # IETF protocol assignments
+    ("192.0.2.0/24", "reserved"),  # documentation
+    ("192.88.99.0/24", "reserved"),  # old 6to4 relays
+    ("192.168.0.0/16", "private"),
+    ("198.18.0.0/15", "reserved"),  # benchmarking
+    ("198.51.100.0/24", "reserved"),  # documentation
+    ("203.0.113.0/24", "reserved"),  # documentation
+    ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),  # includes the broadcast address 255.255.255.255
+)]
+_REFUSED_V6 = [(ipaddress.IPv6Network(net), kind) for net, kind in (
+    ("::/128", "unspecified"),
+    ("::1/128", "loopback"),
+    ("::/96", "reserved"),  # IPv4-compatible, deprecated since 2006
+    ("::ffff:0:0:0/96", "reserved"),  # IPv4-translated (SIIT)
+    ("64:ff9b:1::/48", "private"),  # local-use NAT64
+    ("100::/64", "reserved"),  # discard
+    ("2001::/23", "reserved"),  # IETF protocol assignments, Teredo among them
+    ("2001:db8::/32", "reserved"),  # documentation
+    ("fc00::/7", "unique-local"),
+    ("fe80::/10", "link-local"),
+    ("fec0::/10", "site-local"),
+    ("ff00::/8", "multicast"),
+)]
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+# One part of a BSD-style IPv4 literal, as inet_aton and URL parsers read it: hex, octal, decimal.
+_V4_PART = re.compile(r"0x[0-9a-f]*|0[0-7]*|[1-9][0-9]*")
+
+
+def parse_ip_literal(host: str) -> IPAddress | None:
+    """The address a host string denotes by itself, in any spelling a resolver accepts:
+    ``127.0.0.1``, ``2130706433``, ``0x7f.1``, ``017700000001``, ``::ffff:127.0.0.1``, ...;
+    None for a name that needs a lookup."""
+    host = _normalise(host)
+    if ":" in host:
+        try:
+            return ipaddress.IPv6Address(host)
+        except ValueError:
+            return None
+    return _parse_ipv4(host)
+
+
+def _parse_ipv4(host: str) -> ipaddress.IPv4Address | None:
+    parts = host.split(".")
+    if not 1 <= len(parts) <= 4 or not all(_V4_PART.fullmatch(p) for p in parts):
+        return None
+    values = [_v4_part_value(p) for p in parts]
+    # a.b.c.d; a.b.c (c fills 16 bits); a.b (b fills 24 bits); a (32 bits)
+    last_bits = 8 * (5 - len(values))
+    if any(v > 255 for v in values[:-1]) or values[-1] >= 1 << last_bits:
+        return None
+    number = values[-1]
+    for i, value in enumerate(values[:-1]):
+        number |= value << (24 - 8 * i)
+    return ipaddress.IPv4Address(number)
+
+
+def _v4_part_value(part: str) -> int:
+    if part.startswith("0x"):
+        return int(part[2:] or "0", 16)
+    if part.startswith("0") and len(part) > 1:
+        return int(part, 8)
+    return int(part)
+
+
+def _normalise(host: str) -> str:
+    host = unquote(host).strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host[:-1] if host.endswith(".") else host
+
+
+def address_refusal(address: IPAddress) -> str | None:
+    """Why this address may not be called (``"loopback"``, ``"cloud metadata"``, ...), or None.
+    IPv6 forms that carry an IPv4 address (mapped, NAT64, 6to4) are judged by that address."""
+    embedded = _embedded_ipv4(address)
+    if embedded is not None:
+        return address_refusal(embedded)
+    plain = _without_zone(address)
+    if plain in METADATA_ADDRESSES:
+        return "cloud metadata"
+    if isinstance(plain, ipaddress.IPv4Address):
+        return next((kind for net, kind in _REFUSED_V4 if plain in net), None)
+    return next((kind for net, kind in _REFUSED_V6 if plain in net), None)
+
+
+def _without_zone(address: IPAddress) -> IPAddress:
+    """``fe80::1%eth0`` -> ``fe80::1``: a zone id makes an address compare unequal to its net."""
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
+        return ipaddress.IPv6Address(int(address))
+    return address
+
+
+def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
+    if isinstance(address, ipaddress.IPv4Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
+    return None
+
+
+def name_refusal(host: str) -> str | None:
+    """Why this name is refused before any lookup (``localhost``, the metadata names), or None."""
+    name = _normalise(host)
+    if name in REFUSED_NAMES:
+        return "loopback" if name == "localhost" else "cloud metadata"
+    if name.endswith(REFUSED_SUFFIXES):
+        return "loopback"
+    return None
+
+
+async def system_resolve(host: str, port: int) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class EgressGuard:
+    """Decides whether a destination may be called. ``allow`` holds host names and CIDRs (or
+    single addresses) that are admitted although they would be refused."""
+
+    def __init__(self, allow: Iterable[str] = (), resolve: Resolver | None = None) -> None:
+        self._names: set[str] = set()
+        self._networks: list[IPNetwork] = []
+        for entry in allow:
+            self._add_allowed(entry)
+        self._resolve = resolve or system_resolve
+
+    @classmethod
+    def from_settings(cls, settings: Settings, resolve: Resolver | None = None) -> EgressGuard:
+        return cls([e for e in settings.egress_allow.split(",") if e.strip()], resolve)
+
+    def _add_allowed(self, entry: str) -> None:
+        text = entry.strip()
+        address = parse_ip_literal(text) if "/" not in text else None
+        try:
+            network = ipaddress.ip_network(str(address) if address else text, strict=False)
+        except ValueError:
+            name = _normalise(text)
+            if not re.fullmatch(r"[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?", name):
+                raise ConfigError(f"egress allowlist entry {entry!r} is neither a host name "
+                                  "nor a CIDR", field="egress_allow",
+                                  expected="comma-separated host names and CIDRs, e.g. "
+                                           "hooks.internal,10.1.0.0/16") from None
+            self._names.add(name)
+            return
+        self._networks.append(network)
+
+    # --- judging -------------------------------------------------------------------------
+    def refusal_without_lookup(self, host: str) -> str | None:
+        """Why ``host`` is refused whatever DNS answers (an IP literal in a refused range, or an
+        always-refused name), or None if only a lookup can tell. For checks at job creation."""
+        if _normalise(host) in self._names:
+            return None
+        address = parse_ip_literal(host)
+        if address is not None:
+            return self._address_refusal(address)
+        return name_refusal(host)
+
+    def _address_refusal(self, address: IPAddress) -> str | None:
+        reason = address_refusal(address)
+        if reason is None:
+            return None
+        embedded = _embedded_ipv4(address)
+        for candidate in (_without_zone(address), *([embedded] if embedded else [])):
+            for network in self._networks:
+                exact = network.num_addresses == 1
+                if candidate in network and (exact or reason != "cloud metadata"):
+                    return None
+        return reason
+
+    async def check_host(self, host: str, port: int) -> list[str]:
+        """Resolve ``host`` and return the addresses to connect to, all of them admitted.
+
+        Raises ``EgressRefusedError`` (not worth retrying) for a refused destination and
+        ``ActionError`` (worth retrying) when the name does not resolve. Connect to the returned
+        addresses, never to ``host`` again: a second lookup could answer differently."""
+        name = _normalise(host)
+        if name in self._names:
+            return await self._lookup(name, port)
+        address = parse_ip_literal(name)
+        if address is not None:
+            self._refuse_if(self._address_refusal(address), host, address)
+            return [str(address)]
+        self._refuse_if(name_refusal(name), host, None)
+        addresses = await self._lookup(name, port)
+        for text in addresses:
+            resolved = ipaddress.ip_address(text)
+            self._refuse_if(self._address_refusal(resolved), host, resolved)
+        return addresses
+
+    async def _lookup(self, name: str, port: int) -> list[str]:
+        try:
+            addresses = await self._resolve(name, port)
+        except OSError as exc:
+            raise ActionError(f"could not resolve {name}: {exc}") from exc
+        if not addresses:
+            raise ActionError(f"could not resolve {name}: no addresses")
+        return addresses
+
+    @staticmethod
+    def _refuse_if(reason: str | None, host: str, address: IPAddress | None) -> None:
+        if reason is None:
+            return
+        # The user learns the kind of address, not which internal address a name has.
+        log.warning("egress refused: %s -> %s (%s)", host, address or "-", reason)
+        raise EgressRefusedError(f"refused to connect to {host} ({reason} address); an operator "
+                                 f"can allow it with {ALLOW_SETTING}")
+
+
+# --- HTTP ------------------------------------------------------------------------------------
+class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
+    """Opens every TCP connection of an HTTP client through the guard, to the checked address.
+    The connection pool still knows the original name, so TLS SNI and certificate checks use it
+    and a connection is only ever reused for the name it was checked for."""
+
+    def __init__(self, guard: EgressGuard, inner: httpcore.AsyncNetworkBackend | None = None
+                 ) -> None:
+        self._guard = guard
+        self._inner = inner or httpcore.AnyIOBackend()
+
+    # ``timeout`` parameters: the signatures are httpcore's interface.
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,  # noqa: ASYNC109
+                          local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None
+                          ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with asyncio.timeout(timeout):
+                addresses = await self._guard.check_host(host, port)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(f"resolving {host} timed out") from exc
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(address, port, timeout, local_address,
+                                                     socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                error = exc
+        assert error is not None  # check_host never returns an empty list
+        raise error
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,  # noqa: ASYNC109
+                                  socket_options: Iterable[Any] | None = None
+                                  ) -> httpcore.AsyncNetworkStream:
+        raise EgressRefusedError("outbound calls over unix sockets are refused")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def guarded_transport(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True,
+                      limits: httpx.Limits | None = None) -> httpx.AsyncHTTPTransport:
+    """An httpx transport whose connections are opened through ``guard``. ``verify``: True
+    (the system's CAs), or an ``ssl.SSLContext`` (one trusting a test CA)."""
+    limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
+    ssl_context = verify if isinstance(verify, ssl.SSLContext) \
+        else httpx.create_ssl_context(verify=verify)
+    transport = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits)
+    # httpx has no public way to give its pool a network backend; its transport keeps the
+    # httpcore pool in ``_pool`` and only forwards to it. Checked so an httpx change fails loud.
+    if not isinstance(getattr(transport, "_pool", None), httpcore.AsyncConnectionPool):
+        raise RuntimeError("this httpx version keeps its pool elsewhere; the guard needs it")
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=ssl_context, max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+        network_backend=GuardedNetworkBackend(guard))
+    return transport
+
+
+def guarded_client(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True
+                   ) -> httpx.AsyncClient:
+    """The HTTP client for actions: every connection checked, redirects followed (each hop
+    checked again), no proxy taken from the environment (it would bypass the guard),
+    uncompressed answers asked for so ``read_capped`` bounds what is held in memory, and no
+    cookies kept: one client serves every user's runs, and a cookie one user's server sets
+    must not travel with another user's request."""
+    return httpx.AsyncClient(transport=guarded_transport(guard, verify=verify),
+                             follow_redirects=True, max_redirects=MAX_REDIRECTS, trust_env=False,
+                             headers={"Accept-Encoding": "identity"},
+                             cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))
+
+
+@dataclass(frozen=True)
+class CappedBody:
+    data: bytes
+    complete: bool  # False: the answer went on past the cap and the rest was not read
+
+
+async def read_capped(response: httpx.Response, max_bytes: int = MAX_READ_BYTES) -> CappedBody:
+    """Read at most ``max_bytes`` of a streamed answer. The caller closes the response (leaving
+    ``client.stream(...)``), which drops the connection instead of downloading the rest.
+    gzip/deflate are decoded here with a bound: a small compressed answer can be huge."""
+    coding = response.headers.get("content-encoding", "").strip().lower()
+    inflate = zlib.decompressobj(zlib.MAX_WBITS | 32) if coding in ("gzip", "x-gzip",
+                                                                    "deflate") else None
+    data = bytearray()
+    raw_bytes = 0
+    async for chunk in response.aiter_raw():
+        raw_bytes += len(chunk)
+        if inflate is None:
+            data += chunk
+        else:
+            try:
+                data += inflate.decompress(chunk, max_bytes + 1 - len(data))
+            except zlib.error:
+                return CappedBody(bytes(data), complete=False)
+        if len(data) > max_bytes or raw_bytes > max_bytes:
+            return CappedBody(bytes(data[:max_bytes]), complete=False)
+    return CappedBody(bytes(data), complete=True)
+
+
+def body_text(response: httpx.Response, body: CappedBody) -> str:
+    """The body as text, in the answer's charset (UTF-8 if none or unknown)."""
+    try:
+        return body.data.decode(response.charset_encoding or "utf-8", errors="replace")
+    except LookupError:
+        return body.data.decode("utf-8", errors="replace")

@@ -43,6 +43,18 @@ async def test_a_large_json_answer_is_kept_as_text(make_rig: RigFactory, serve: 
     assert run.output["body"] == big[:RESPONSE_PREVIEW_CHARS].decode()
 
 
+async def test_a_deeply_nested_json_answer_is_kept_as_text(make_rig: RigFactory,
+                                                           serve: Servers) -> None:
+    """A short answer can still nest past what the JSON reader (and the store) accept."""
+    deep = ("[" * 990 + "]" * 990).encode()
+    assert len(deep) <= RESPONSE_PREVIEW_CHARS
+    server = serve({"/hook": answer(200, deep, "application/json")})
+    rig = await make_rig("127.0.0.1")
+    run = await rig.fire(await rig.create(server.url("/hook")))
+    assert run.status is RunStatus.SUCCEEDED, run.error
+    assert run.output == {"status_code": 200, "body": deep.decode()}
+
+
 def _gzip_bomb(h: BaseHTTPRequestHandler, _s: ScriptedServer) -> None:
     body = gzip.compress(b"a" * (50 * 1024 * 1024))  # 50 MB of text in ~50 KB
     h.send_response(200)

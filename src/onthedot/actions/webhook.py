@@ -106,6 +106,6 @@ def _preview(response: httpx.Response, text: str, *, complete: bool) -> Any:
     if is_json and complete and len(text) <= RESPONSE_PREVIEW_CHARS:
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python reads
             return text
     return text[:RESPONSE_PREVIEW_CHARS]

@@ -19,6 +19,9 @@ class Settings(BaseSettings):
                                  "the tables; created by migrate if missing")
     partition_ahead_days: int = Field(7, ge=0, description="PostgreSQL: daily job_runs "
                                       "partitions kept ready ahead of now")
+    partition_far_months: int = Field(24, ge=0, le=120, description="PostgreSQL: monthly "
+                                      "job_runs partitions kept ready past the daily ones, so "
+                                      "far-future runs stay out of the default partition")
     retention_days: int = Field(30, ge=1, le=36_500, description="finished runs, read run "
                                 "events, finished jobs and dead letters older than this are "
                                 "deleted (PostgreSQL also drops whole daily partitions)")

@@ -41,6 +41,7 @@ def build_store(settings: Settings, clock: Clock | None = None) -> Store:
 
         return PostgresStore(url, schema=settings.database_schema,
                              partition_ahead_days=settings.partition_ahead_days,
+                             partition_far_months=settings.partition_far_months,
                              retention_days=settings.retention_days,
                              pool_max=settings.database_pool_size, clock=clock)
     if url.startswith("sqlite:") or "://" not in url:

@@ -29,6 +29,10 @@ from onthedot.store.sqlite import SqliteStore
 PG_DSN = os.environ.get("ONTHEDOT_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+# Every monthly job_runs partition is a dozen relations of DDL; the production default of 24
+# would add seconds to each test's migrate. Two still put runs a month or two ahead in monthly
+# partitions; test_pg_partitions.py covers the layout itself.
+PG_TEST_FAR_MONTHS = 2
 
 
 @dataclass
@@ -38,14 +42,16 @@ class StoreEnv:
     pg_schema: str | None = None
     stores: list[Any] = field(default_factory=list)
 
-    def open(self) -> Any:
-        """Another (unmigrated) store instance on the same database, closed at teardown."""
+    def open(self, **pg_options: Any) -> Any:
+        """Another (unmigrated) store instance on the same database, closed at teardown;
+        ``pg_options`` override PostgresStore's constructor arguments."""
         store: Any
         if self.kind == "sqlite":
             store = SqliteStore(f"sqlite:///{self.sqlite_path}")
         else:
             assert self.pg_schema is not None
-            store = PostgresStore(PG_DSN, schema=self.pg_schema, pool_max=4)
+            options = {"pool_max": 4, "partition_far_months": PG_TEST_FAR_MONTHS, **pg_options}
+            store = PostgresStore(PG_DSN, schema=self.pg_schema, **options)
         self.stores.append(store)
         return store
 

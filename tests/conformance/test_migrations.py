@@ -127,7 +127,8 @@ async def pg_catalog(conn: psycopg.AsyncConnection[Any],
 async def test_pg_migrations_yield_the_declared_schema(pg_store: PostgresStore) -> None:
     now = half_past()
     declared_schema_name = new_pg_schema()
-    declared = PostgresStore(PG_DSN, schema=declared_schema_name)
+    declared = PostgresStore(PG_DSN, schema=declared_schema_name,
+                             partition_far_months=pg_store.partition_far_months)
     try:
         async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
             await conn.execute(sql.SQL("CREATE SCHEMA {}").format(

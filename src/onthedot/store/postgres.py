@@ -2,11 +2,12 @@
 
 Same semantics as the SQLite store, with PostgreSQL doing the concurrency work:
 
-* ``job_runs`` is partitioned by day on ``scheduled_at`` (``job_runs_pYYYYMMDD``, plus a DEFAULT
-  partition as a safety net). ``partitions_maintain`` keeps yesterday .. now + ahead days, moving
-  a day's rows out of the default partition when it creates the day, and detaches and drops days
-  older than the retention. Every lookup by run id also names ``scheduled_at`` (the run id
-  encodes it), so it reads a single partition.
+* ``job_runs`` is partitioned by day on ``scheduled_at`` (``job_runs_pYYYYMMDD``) near now, by
+  month (``job_runs_mYYYYMM``) further ahead, plus a DEFAULT partition as a safety net.
+  ``partitions_maintain`` keeps yesterday .. now + ahead days as days, splits a month into its
+  days when the window reaches it, keeps months ready up to the far horizon, and drops
+  partitions older than the retention (store/pg_partitions.py draws the layout). Every lookup
+  by run id also names ``scheduled_at`` (the run id encodes it), so it reads a single partition.
 * ``runs_claim_due`` walks the shard's hourly buckets from its watermark like the SQLite store,
   but each bucket is claimed by ONE statement (``FOR UPDATE SKIP LOCKED`` in a CTE, the PENDING
   guard repeated in the UPDATE), so watchers may claim the same shard concurrently: each run is
@@ -30,11 +31,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import replace
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -68,6 +69,17 @@ from onthedot.store.codec import (
     run_from_row,
     run_to_params,
 )
+from onthedot.store.pg_partitions import (
+    Layout,
+    day_name,
+    days_of,
+    far_months,
+    month_name,
+    months_after,
+    parse_layout,
+    start_of,
+    unsplit_name,
+)
 from onthedot.store.reads import SharedReads
 from onthedot.store.sqlfile import load_migrations, load_queries
 
@@ -78,9 +90,11 @@ HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 NOTIFY_HORIZON = timedelta(seconds=2)  # a PENDING run due sooner than this wakes the watchers
 POOL_TIMEOUT_SECONDS = 10.0  # default wait for a pooled connection, then BackendError
-PARTITION_LOCK_TIMEOUT = "5s"  # partition DDL gives up instead of queueing all queries behind it
-PARTITION_PREFIX = "job_runs_p"
-_PARTITION_NAME = re.compile(r"^job_runs_p(\d{8})$")
+# Partition DDL gives up rather than queue every query of the table behind its lock request.
+# Under half of PostgreSQL's default deadlock_timeout (1 s): in a lock cycle with a request
+# (docs/postgres.md, "Partitions"), the maintainer's wait always ends first and it is the one
+# that gives up; the next maintenance tries again.
+PARTITION_LOCK_TIMEOUT = "200ms"
 # Event ids keep a per-transaction ordinal in their low 16 bits (run_event_next_id), so one
 # transaction appends at most this many events: a claim takes at most this many runs per call.
 MAX_EVENTS_PER_TRANSACTION = 65_535
@@ -89,6 +103,8 @@ _IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most
 # Errors meaning "the database did not answer"; others (constraint violations, bad SQL) are bugs
 # and propagate unchanged.
 _UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
+# Partition DDL that did not get its locks: left for the next maintenance.
+_LOCK_REFUSED = (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected)
 
 Conn = AsyncConnection[DictRow]
 
@@ -97,12 +113,15 @@ class PostgresStore(SharedReads):
     queries = Q
 
     def __init__(self, dsn: str, *, schema: str = "public", partition_ahead_days: int = 7,
-                 retention_days: int = 30, pool_min: int = 1, pool_max: int = 10,
-                 pool_timeout_seconds: float = POOL_TIMEOUT_SECONDS,
+                 partition_far_months: int = 24, retention_days: int = 30, pool_min: int = 1,
+                 pool_max: int = 10, pool_timeout_seconds: float = POOL_TIMEOUT_SECONDS,
                  clock: Clock | None = None) -> None:
         if partition_ahead_days < 0:
             raise ConfigError("partition_ahead_days must not be negative",
                               field="partition_ahead_days", expected="an integer >= 0")
+        if partition_far_months < 0:
+            raise ConfigError("partition_far_months must not be negative",
+                              field="partition_far_months", expected="an integer >= 0")
         if retention_days < 1:
             raise ConfigError("retention_days must be at least 1", field="retention_days",
                               expected="an integer >= 1")
@@ -113,6 +132,7 @@ class PostgresStore(SharedReads):
         self.clock = clock or SystemClock()
         self.schema = schema
         self.partition_ahead_days = partition_ahead_days
+        self.partition_far_months = partition_far_months
         self.retention_days = retention_days
         self.channel = _channel_name(schema)
         self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
@@ -203,45 +223,82 @@ class PostgresStore(SharedReads):
         await self.partitions_maintain(now)
 
     async def partitions_maintain(self, now: datetime) -> None:
-        """Create the daily partitions from yesterday to now + ``partition_ahead_days``, and
-        detach and drop the ones that end before now - ``retention_days``.
+        """Keep the job_runs partitions of docs/postgres.md ("Partitions") ready around now:
 
-        A partition still holding an open run (PENDING, ENQUEUED, RUNNING, RETRYING) is kept:
-        runs missed during a long outage must still be found by the watchers. Each partition
-        is one transaction; one whose locks are not granted within PARTITION_LOCK_TIMEOUT is
-        left for the next call."""
+        * a daily partition for each day from yesterday to now + ``partition_ahead_days``; a
+          day inside a month that is still one leaf splits that whole month into days;
+        * a monthly partition for each later month up to the month of now +
+          ``partition_far_months`` months, so far-future runs stay out of the default
+          partition that every new top-level partition must scan;
+        * partitions that ended before now - ``retention_days`` are dropped, except one still
+          holding an open run (PENDING, ENQUEUED, RUNNING, RETRYING): runs missed during a long
+          outage must still be found by the watchers; a month goes once its days are gone.
+
+        Each change is one transaction; one whose locks are not granted within
+        PARTITION_LOCK_TIMEOUT is left for the next call."""
         first = (now - DAY).astimezone(UTC).date()
         last = (now + timedelta(days=self.partition_ahead_days)).astimezone(UTC).date()
-        async with self._conn() as conn:
-            existing = await _partition_days(conn)
+        layout = await self._partition_layout()
+        splits_tried: set[date] = set()
         day = first
         while day <= last:
-            if day not in existing:
-                await self._partition_step(day, self._partition_create)
+            month = layout.month_covering(day)
+            if day in layout.days or (month is not None and month.start in splits_tried):
+                pass
+            elif month is None:
+                await self._partition_step(day_name(day), partial(self._day_create, day))
+            elif month.unsplit:
+                splits_tried.add(month.start)
+                await self._partition_step(month_name(month.start),
+                                           partial(self._month_split, month.start))
+                layout = await self._partition_layout()
+            else:
+                await self._partition_step(day_name(day),
+                                           partial(self._month_day_create, day))
             day += DAY
+        for start in far_months(last, now, self.partition_far_months):
+            if layout.is_free(start, months_after(start)):
+                await self._partition_step(month_name(start),
+                                           partial(self._month_create, start))
         cutoff = now - timedelta(days=self.retention_days)
-        for old in sorted(existing):
-            if _day_start(old) + DAY <= cutoff:
-                await self._partition_step(old, self._partition_drop)
+        for old in sorted(layout.days):
+            if start_of(old) + DAY <= cutoff:
+                await self._partition_step(day_name(old), partial(self._day_drop, old))
+        for month in sorted(layout.months.values(), key=lambda m: m.start):
+            if start_of(month.end) <= cutoff:
+                await self._partition_step(month_name(month.start),
+                                           partial(self._month_drop, month.start))
 
-    async def _partition_step(self, day: date,
-                              step: Callable[[Conn, date], Awaitable[None]]) -> None:
+    async def _partition_layout(self, conn: Conn | None = None) -> Layout:
+        if conn is None:
+            async with self._conn() as own:
+                return await self._partition_layout(own)
+        rows = await (await conn.execute(Q["partitions_tree"])).fetchall()
+        layout = parse_layout((str(r["name"]), str(r["parent"])) for r in rows)
+        if layout.foreign:
+            log.debug("partitions not made by onthedot, left alone: %s", layout.foreign)
+        return layout
+
+    async def _partition_step(self, label: str, step: Callable[[Conn], Awaitable[None]]) -> None:
         try:
             async with self._tx() as conn:
                 await conn.execute(Q["partitions_lock"], {"schema": self.schema})
                 await conn.execute(Q["partition_set_lock_timeout"],
                                    {"lock_timeout": PARTITION_LOCK_TIMEOUT})
-                await step(conn, day)
+                await step(conn)
         except BackendError as exc:
-            if not isinstance(exc.__cause__, psycopg.errors.LockNotAvailable):
+            if not isinstance(exc.__cause__, _LOCK_REFUSED):
                 raise
-            log.warning("partition %s%s: lock not granted, retrying at the next maintenance",
-                        PARTITION_PREFIX, f"{day:%Y%m%d}")
+            log.warning("partition %s: locks not granted (%s), retrying at the next maintenance",
+                        label, type(exc.__cause__).__name__)
 
-    async def _partition_create(self, conn: Conn, day: date) -> None:
-        if day in await _partition_days(conn):
-            return  # another maintainer made it while we waited for the lock
-        names = _partition_names(day)
+    async def _day_create(self, day: date, conn: Conn) -> None:
+        """A top-level day: its rows so far wait in the default partition."""
+        layout = await self._partition_layout(conn)
+        if day in layout.days or layout.month_covering(day) is not None:
+            return  # another maintainer got there while we waited for the lock
+        names = _day_parts(day)
+        await conn.execute(Q["partition_lock_jobs"])
         # Writers into the default partition wait until the day's rows have moved: none can
         # slip in between the move and the attach (which would then fail its check).
         await conn.execute(Q["partition_lock_default"])
@@ -250,20 +307,86 @@ class PostgresStore(SharedReads):
         await conn.execute(_ddl("partition_attach", **names))
         if moved.rowcount:
             log.info("partition %s created with %d runs from the default partition",
-                     f"{PARTITION_PREFIX}{day:%Y%m%d}", moved.rowcount)
+                     day_name(day), moved.rowcount)
 
-    async def _partition_drop(self, conn: Conn, day: date) -> None:
-        if day not in await _partition_days(conn):
+    async def _month_create(self, start: date, conn: Conn) -> None:
+        """A month ahead of the daily window, as one leaf; the rows it takes over from the
+        default partition are those a run of far_months = 0 (or an older version) left there."""
+        layout = await self._partition_layout(conn)
+        end = months_after(start)
+        if not layout.is_free(start, end):
             return
-        names = _partition_names(day)
-        cur = await conn.execute(_ddl("partition_has_open_runs", **names))
+        names = _month_parts(start)
+        await conn.execute(Q["partition_lock_jobs"])
+        await conn.execute(Q["partition_lock_default"])
+        await conn.execute(_ddl("month_create", **names))
+        await conn.execute(_ddl("month_create_unsplit", **names))
+        moved = await conn.execute(_ddl("partition_move_from_default",
+                                        **{**names, "partition": names["month"]}))
+        await conn.execute(_ddl("partition_attach", **{**names, "partition": names["month"]}))
+        if moved.rowcount:
+            log.info("partition %s created with %d runs from the default partition",
+                     month_name(start), moved.rowcount)
+
+    async def _month_split(self, start: date, conn: Conn) -> None:
+        """Replace a month's one leaf by its days, holding a lock on that month only: queries
+        that prune it away (today's due runs, any run looked up by id) go on meanwhile."""
+        month = (await self._partition_layout(conn)).months.get(start)
+        if month is None or not month.unsplit:
+            return
+        names = _month_parts(start)
+        await conn.execute(Q["partition_lock_jobs"])
+        await conn.execute(_ddl("partition_lock_exclusive", partition=names["month"]))
+        moved = 0
+        days = days_of(start)
+        for day in days:
+            day_names = {**names, **_day_parts(day)}
+            await conn.execute(_ddl("month_day_create_detached", **day_names))
+            moved += (await conn.execute(_ddl("month_day_copy", **day_names))).rowcount
+        await conn.execute(_ddl("partition_drop", partition=names["unsplit"]))
+        for day in days:
+            day_names = {**names, **_day_parts(day)}
+            await conn.execute(_ddl("month_day_attach", **day_names))
+            await conn.execute(_ddl("partition_drop_check", **day_names))
+        log.info("partition %s split into %d days (%d runs)", month_name(start),
+                 len(days), moved)
+
+    async def _month_day_create(self, day: date, conn: Conn) -> None:
+        """A day missing from a month already split (only if someone dropped it)."""
+        month = (await self._partition_layout(conn)).month_covering(day)
+        if month is None or month.unsplit or day in month.days:
+            return
+        await conn.execute(Q["partition_lock_jobs"])
+        await conn.execute(_ddl("month_day_create", **_month_parts(month.start),
+                                **_day_parts(day)))
+
+    async def _day_drop(self, day: date, conn: Conn) -> None:
+        if day not in (await self._partition_layout(conn)).days:
+            return
+        await self._leaf_drop_unless_open(conn, day_name(day))
+
+    async def _month_drop(self, start: date, conn: Conn) -> None:
+        """A month past retention goes once it has no days left (they go one by one first);
+        a month never split goes with its leaf."""
+        month = (await self._partition_layout(conn)).months.get(start)
+        if month is None or month.days:
+            return
+        if month.unsplit and not await self._leaf_drop_unless_open(
+                conn, unsplit_name(start)):
+            return
+        await conn.execute(_ddl("partition_drop", partition=_month_parts(start)["month"]))
+
+    async def _leaf_drop_unless_open(self, conn: Conn, name: str) -> bool:
+        partition = sql.Identifier(name)
+        cur = await conn.execute(_ddl("partition_has_open_runs", partition=partition))
         row = await cur.fetchone()
         if row is not None and row["open"]:
-            log.warning("partition %s is past retention but holds open runs; kept",
-                        f"{PARTITION_PREFIX}{day:%Y%m%d}")
-            return
-        await conn.execute(_ddl("partition_detach", **names))
-        await conn.execute(_ddl("partition_drop", **names))
+            log.warning("partition %s is past retention but holds open runs; kept", name)
+            return False
+        # Dropped while attached: DETACH would first give it a foreign key of its own, which
+        # takes locks on jobs; DROP needs only its parent (job_runs, or its month).
+        await conn.execute(_ddl("partition_drop", partition=partition))
+        return True
 
     # --- jobs ----------------------------------------------------------------------------
     async def job_create(self, job: Job, first_run: JobRun | None) -> JobCreated:
@@ -755,24 +878,22 @@ def _ddl(name: str, **parts: sql.Composable) -> sql.Composed:
     return sql.SQL(Q[name]).format(**parts)
 
 
-def _partition_names(day: date) -> dict[str, sql.Composable]:
-    lo = _day_start(day)
+def _day_parts(day: date) -> dict[str, sql.Composable]:
+    lo = start_of(day)
     return {
-        "partition": sql.Identifier(f"{PARTITION_PREFIX}{day:%Y%m%d}"),
+        "partition": sql.Identifier(day_name(day)),
+        "range_check": sql.Identifier(f"{day_name(day)}_range"),
         "lo": sql.Literal(lo),
         "hi": sql.Literal(lo + DAY),
     }
 
 
-def _day_start(day: date) -> datetime:
-    return datetime.combine(day, time(), UTC)
-
-
-async def _partition_days(conn: Conn) -> set[date]:
-    rows = await (await conn.execute(Q["partitions_list"])).fetchall()
-    days = set()
-    for r in rows:
-        match = _PARTITION_NAME.match(r["name"])
-        if match:
-            days.add(datetime.strptime(match.group(1), "%Y%m%d").date())
-    return days
+def _month_parts(start: date) -> dict[str, sql.Composable]:
+    return {
+        "month": sql.Identifier(month_name(start)),
+        "unsplit": sql.Identifier(unsplit_name(start)),
+        "partition": sql.Identifier(unsplit_name(start)),
+        "range_check": sql.Identifier(f"{unsplit_name(start)}_range"),
+        "lo": sql.Literal(start_of(start)),
+        "hi": sql.Literal(start_of(months_after(start))),
+    }

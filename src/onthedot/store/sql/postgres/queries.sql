@@ -485,3 +485,62 @@ ALTER TABLE job_runs DETACH PARTITION {partition}
 
 -- name: partition_drop
 DROP TABLE {partition}
+
+-- --- partitions (far future) ---
+-- Runs past the daily window live in monthly partitions, themselves partitioned by range: a month
+-- ahead of the window is one leaf (job_runs_mYYYYMM_unsplit); when the window reaches it, that
+-- leaf is split into the month's days, under a lock on that month alone. Layout and costs:
+-- store/pg_partitions.py and docs/postgres.md ("Partitions"). (No braces in this header: the
+-- loader gives it to the query above, whose placeholders are braces.)
+
+-- name: partitions_tree
+-- Every partition below job_runs (two levels: a day may sit under a month) with its parent.
+-- From the catalog alone: pg_partition_tree() would lock every partition and wait behind any
+-- DDL. Names print unqualified: the store's search_path is its schema.
+SELECT i.inhrelid::regclass::text AS name, 'job_runs' AS parent
+FROM pg_inherits AS i
+WHERE i.inhparent = 'job_runs'::regclass
+UNION ALL
+SELECT j.inhrelid::regclass::text, j.inhparent::regclass::text
+FROM pg_inherits AS i JOIN pg_inherits AS j ON j.inhparent = i.inhrelid
+WHERE i.inhparent = 'job_runs'::regclass
+
+-- name: partition_lock_jobs
+-- Attaching a partition gives it job_runs' foreign key, which locks jobs in SHARE ROW EXCLUSIVE
+-- mode. Taken first, before any partition: a lock on jobs requested while holding one on a
+-- partition would close a cycle with job_save (jobs, then job_runs).
+LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE
+
+-- name: partition_lock_exclusive
+LOCK TABLE {partition} IN ACCESS EXCLUSIVE MODE
+
+-- name: month_create
+CREATE TABLE {month} (LIKE job_runs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
+PARTITION BY RANGE (scheduled_at)
+
+-- name: month_create_unsplit
+-- The CHECK lets attaching the month skip scanning this leaf for rows outside the month.
+CREATE TABLE {partition} PARTITION OF {month} (
+    CONSTRAINT {range_check} CHECK (scheduled_at >= {lo} AND scheduled_at < {hi})
+) FOR VALUES FROM ({lo}) TO ({hi})
+
+-- name: month_day_create_detached
+-- A day of a month being split, built outside job_runs; its CHECK lets ATTACH skip the scan
+-- that would otherwise prove every row belongs to the day.
+CREATE TABLE {partition} (
+    LIKE job_runs INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
+    CONSTRAINT {range_check} CHECK (scheduled_at >= {lo} AND scheduled_at < {hi})
+)
+
+-- name: month_day_copy
+INSERT INTO {partition} SELECT * FROM {unsplit} WHERE scheduled_at >= {lo} AND scheduled_at < {hi}
+
+-- name: month_day_attach
+ALTER TABLE {month} ATTACH PARTITION {partition} FOR VALUES FROM ({lo}) TO ({hi})
+
+-- name: month_day_create
+-- A missing day of a month already split (the month has no default partition: nothing to scan).
+CREATE TABLE {partition} PARTITION OF {month} FOR VALUES FROM ({lo}) TO ({hi})
+
+-- name: partition_drop_check
+ALTER TABLE {partition} DROP CONSTRAINT {range_check}

@@ -185,7 +185,7 @@ class Store(Protocol):
 
     async def maintain(self, now: datetime) -> None:
         """Periodic housekeeping, safe to run from several processes (PostgreSQL: create the
-        coming days' partitions, drop those past retention). Watchers call it hourly."""
+        coming days' partitions, drop those past retention). The rescuer calls it hourly."""
         ...
 
     async def due_notice_wait(self, seconds: float) -> bool:

@@ -23,7 +23,6 @@ from onthedot.watcher.shards import assigned_shards
 
 log = logging.getLogger("onthedot.watcher")
 
-MAINTAIN_EVERY_SECONDS = 3600.0  # partitions are daily; hourly keeps a day's margin
 CLAIM_BATCH = 1000  # runs claimed per shard per query; a full batch means "look again at once"
 WHOLE_SECOND_MARGIN_SECONDS = 0.002  # wake this long after a whole second (clock granularity)
 MEMBER_GROUP = "watcher"
@@ -85,15 +84,12 @@ class Dispatcher:
     async def run(self, stop: asyncio.Event) -> None:
         lease_refresh_every = self.settings.shard_lease_seconds / 3
         loop = asyncio.get_running_loop()
-        next_refresh = next_maintain = 0.0
+        next_refresh = 0.0
         while not stop.is_set():
             try:
                 if loop.time() >= next_refresh:
                     await self.refresh_shards()
                     next_refresh = loop.time() + lease_refresh_every
-                if loop.time() >= next_maintain:
-                    next_maintain = loop.time() + MAINTAIN_EVERY_SECONDS
-                    await self.store.maintain(self.clock.now())
                 self._wake.clear()
                 published = await self.run_once()
             except Exception:

@@ -12,8 +12,10 @@ Every hand-back is a compare-and-set on the state the candidate was read in, so 
 back once even when a worker, a watcher or another rescuer acts on it at the same moment. A run
 whose message is still in the queue (waiting behind a backlog, or held by a worker that may come
 back) is left alone: the queue delivers it, and publishing it again would only add copies.
-Hourly, finished runs, read run events, finished jobs and dead letters older than
-``retention_days`` are deleted, in small batches.
+Hourly, it also keeps the store in shape: ``Store.maintain`` (on PostgreSQL, the partitions
+of the coming days and months; a monthly split takes a second or two, which would otherwise
+stall a watcher's dispatch), then finished runs, read run events, finished jobs and dead
+letters older than ``retention_days`` are deleted, in small batches.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ log = logging.getLogger("onthedot.rescuer")
 GROUP = "rescuer"
 RESCUE_BATCH = 500  # runs looked at per kind and sweep; a full batch sweeps again at once
 PRUNE_BATCH = 1000  # rows deleted per kind and transaction: short transactions, small locks
-PRUNE_EVERY_SECONDS = 3600.0
+HOUSEKEEPING_EVERY_SECONDS = 3600.0  # partitions are daily; hourly keeps a day's margin
 PRUNE_MAX_ROUNDS = 100  # per prune pass; what remains waits for the next hour
 
 
@@ -63,7 +65,7 @@ class Rescuer:
         self.settings = settings
         self.metrics = metrics
         self.member_id = member_id
-        self._pruned_at: datetime | None = None
+        self._housekept_at: datetime | None = None
 
     async def is_leader(self) -> bool:
         members = await self.store.members_heartbeat(
@@ -139,11 +141,12 @@ class Rescuer:
         if runs:
             await self.queue.send_many([(r.run_id, run_message(r)) for r in runs])
 
-    async def _prune_if_due(self) -> None:
+    async def _housekeeping_if_due(self) -> None:
         now = self.clock.now()
-        every = timedelta(seconds=PRUNE_EVERY_SECONDS)
-        if self._pruned_at is None or now - self._pruned_at >= every:
-            self._pruned_at = now
+        every = timedelta(seconds=HOUSEKEEPING_EVERY_SECONDS)
+        if self._housekept_at is None or now - self._housekept_at >= every:
+            self._housekept_at = now
+            await self.store.maintain(now)
             await self.prune()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -152,7 +155,7 @@ class Rescuer:
             try:
                 if await self.is_leader():
                     swept = (await self.run_once()).total
-                    await self._prune_if_due()
+                    await self._housekeeping_if_due()
             except Exception:
                 log.exception("rescue sweep failed; trying again next time")
             if swept < RESCUE_BATCH:

@@ -267,7 +267,11 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
     from onthedot.runtime import Runtime
 
     sock = _bind(settings.host, settings.port)
-    runtime = await Runtime.open(settings)
+    try:
+        runtime = await Runtime.open(settings)
+    except BaseException:
+        sock.close()
+        raise
     try:
         check_bind_allowed(settings.host, await runtime.store.tokens_exist())
         if roles:

@@ -51,6 +51,7 @@ log = logging.getLogger("onthedot.worker")
 T = TypeVar("T")
 
 HEARTBEAT_FRACTION = 1 / 3  # of the visibility timeout
+STORE_BEAT_FRACTION = 1 / 4  # of the visibility timeout: longest wait for the store's renewal
 MAX_DOUBLINGS = 64  # 2**64 times any positive first delay is past MAX_BACKOFF_SECONDS
 RECEIVE_BATCH = 32
 TAKEOVER_MARGIN_SECONDS = 0.05  # a refused duplicate comes back this long after the lease ends
@@ -274,11 +275,14 @@ class Worker:
         result is written once the store is back (the token fences it if that is too late)."""
         until = self.clock.now() + timedelta(seconds=self.visibility)
         try:
-            if not await self.store.run_extend_lease(run_id, token, until):
-                return False
-        except BackendError as exc:
+            # Bounded: a store that does not answer (a pool waiting for a connection) must not
+            # hold up the message's renewal past its visibility timeout.
+            async with asyncio.timeout(self.visibility * STORE_BEAT_FRACTION):
+                if not await self.store.run_extend_lease(run_id, token, until):
+                    return False
+        except (BackendError, TimeoutError) as exc:
             log.warning("heartbeat of run %s: store unavailable (%s); keeping the message",
-                        run_id, exc.message)
+                        run_id, getattr(exc, "message", "no answer in time"))
         try:
             return await self.queue.extend(delivery, self.visibility)
         except Exception:

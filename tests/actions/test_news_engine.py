@@ -13,14 +13,16 @@ from typing import Any
 import httpx
 import pytest
 
+from onthedot.actions.digest import DigestRequest, OfflineDigest
+from onthedot.actions.egress import EgressGuard
+from onthedot.actions.news import NewsDigestAction
 from onthedot.api.app import create_app
 from onthedot.config import Settings
 from onthedot.domain.clock import FakeClock
-from onthedot.domain.ids import run_id_for
+from onthedot.domain.errors import ActionError
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, RunStatus
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
-from onthedot.store.base import FeedState, FeedStatesPut
 from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
 from onthedot.worker import Worker
 from tests.actions.newsfeeds import ATOM_TYPE, Entry, FeedServer, atom, rss
@@ -82,11 +84,14 @@ async def daily_digest(engine: Engine, name: str = "Morning finance digest",
 
 async def run_on(engine: Engine, job_id: str, day: int) -> JobRun:
     """Move the clock to the day's 08:00 occurrence, let every role work, return that run."""
-    at = FIRST + day * DAY
-    engine.clock.set(at + timedelta(seconds=1))
+    engine.clock.set(FIRST + day * DAY + timedelta(seconds=1))
     await engine.settle()
+    return await the_run(engine, job_id, day)
+
+
+async def the_run(engine: Engine, job_id: str, day: int) -> JobRun:
     runs = (await engine.rt.service.list_runs("alice", job_id)).items
-    return next(r for r in runs if r.scheduled_at == at)
+    return next(r for r in runs if r.scheduled_at == FIRST + day * DAY)
 
 
 def entries(prefix: str, newest: datetime, count: int, site: str) -> list[Entry]:
@@ -259,8 +264,7 @@ async def test_dead_malformed_slow_and_huge_feeds_are_listed_while_the_others_co
     assert run.output["digest"].endswith(
         f"Could not read 4 feeds: {host} (malformed); {host} (HTTP 503); {host} (timed out); "
         "127.0.0.1:9 (unreachable).")
-    cut = next(r for r in (await engine.rt.service.list_runs("alice", huge_job)).items
-               if r.scheduled_at == FIRST)
+    cut = await the_run(engine, huge_job, 0)
     assert cut.status is RunStatus.SUCCEEDED, cut.error
     assert titles(cut) == ["good 0", "good 1"]
     assert cut.output["problems"] == [{"url": huge, "reason": "larger than 2048 KiB"}]
@@ -280,7 +284,7 @@ async def test_when_every_feed_fails_the_attempt_fails_and_is_retried(
                                                 FIRST - HOUR)]))
     engine.clock.advance(3600)
     await engine.settle()
-    run = (await engine.rt.service.list_runs("alice", job_id)).items[-1]
+    run = await the_run(engine, job_id, 0)
     assert run.status is RunStatus.SUCCEEDED, run.error
     assert run.attempt == 2
     assert titles(run) == ["back up"]
@@ -311,34 +315,52 @@ async def test_a_refused_feed_is_a_problem_at_fire_time_and_is_never_fetched(
     [problem] = run.output["problems"]
     assert problem["url"] == hidden
     assert "loopback address" in problem["reason"]
-    refused = next(r for r in (await engine.rt.service.list_runs("alice", only_hidden)).items
-                   if r.scheduled_at == FIRST)
+    refused = await the_run(engine, only_hidden, 0)
     assert refused.status is RunStatus.FAILED, "retrying a refused address cannot help"
     assert refused.attempt == 1
     assert other_server.requests == []
 
 
-async def test_an_attempt_whose_result_was_not_recorded_hides_nothing(
+class FailingOnce:
+    """A digest writer whose ``fail_on``-th call fails (a model that was down, say)."""
+
+    def __init__(self, fail_on: int) -> None:
+        self.calls = 0
+        self.fail_on = fail_on
+
+    async def write(self, request: DigestRequest) -> str:
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise ActionError("the summary could not be written")
+        return await OfflineDigest().write(request)
+
+
+async def test_an_attempt_that_read_the_feeds_but_failed_hides_nothing(
         make_engine: EngineFactory, server: FeedServer) -> None:
     engine = await make_engine()
+    engine.rt.actions.register(NewsDigestAction(EgressGuard(["127.0.0.1"]),
+                                                writer=FailingOnce(fail_on=2)))
     old = entries("old", FIRST - HOUR, 2, "https://o.example")
     url = server.feed("/f.xml", rss("F", old), etag='"v1"')
     job_id = await daily_digest(engine, topic="finance", feeds=[url], language="en")
     assert (await run_on(engine, job_id, 0)).output["new_items"] == 2
-    new = Entry("after", "https://o.example/after", FIRST + 3 * HOUR)
-    server.feed("/f.xml", rss("F", [new, *old]), etag='"v2"')
-    # An earlier attempt of tomorrow's run read the feed, wrote its state and crashed before
-    # its result was recorded.
-    tomorrow = run_id_for(job_id, FIRST + DAY)
-    await engine.rt.store.feed_states_put(FeedStatesPut(
-        job_id=job_id, run_id=tomorrow, keep_run_id=run_id_for(job_id, FIRST),
-        states=(FeedState(feed_url=url, fetched_at=FIRST + DAY, etag='"v2"',
-                          seen=("every", "key")),)))
+    server.feed("/f.xml", rss("F", [Entry("after", "https://o.example/after",
+                                          FIRST + 3 * HOUR), *old]), etag='"v2"')
 
-    run = await run_on(engine, job_id, 1)
-
-    assert titles(run) == ["after"]
+    # Tomorrow's first attempt reads the feed (and remembers it), then fails.
+    failed = await run_on(engine, job_id, 1)
+    assert failed.status is RunStatus.RETRYING
     assert server.requests_to("/f.xml")[-1].headers["If-None-Match"] == '"v1"'
+
+    engine.clock.advance(3600)
+    await engine.settle()
+
+    retried = await the_run(engine, job_id, 1)
+    assert retried.status is RunStatus.SUCCEEDED, retried.error
+    assert retried.attempt == 2
+    # Read again against what the last succeeded run saw, not what the failed attempt saw.
+    assert server.requests_to("/f.xml")[-1].headers["If-None-Match"] == '"v1"'
+    assert titles(retried) == ["after"]
 
 
 async def test_the_digest_is_in_the_runs_of_the_rest_api(make_engine: EngineFactory,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from onthedot.domain.models import JobStatus, RunStatus
-from onthedot.store.base import FeedState, FeedStatesPut, Prune, Store
+from onthedot.domain.models import Job, JobRun, JobStatus, RunStatus
+from onthedot.store.base import FeedState, FeedStatesPut, Prune, RunClaim, RunFinish, Store
 
-from .factories import make_run
+from .factories import make_run, new_token
 from .test_store import half_past, run_in, with_job
 
 
@@ -48,48 +48,85 @@ def state(url: str, at_hours: int = 0, **kw: object) -> FeedState:
                      **kw)  # type: ignore[arg-type]
 
 
+async def running(store: Store, job: Job, hours_ago: int) -> JobRun:
+    """A run of ``job`` being attempted (attempt 1), scheduled ``hours_ago``."""
+    return await run_in(store, job, RunStatus.RUNNING,
+                        scheduled_at=half_past() - timedelta(hours=hours_ago))
+
+
+def put(run: JobRun, keep: JobRun | None, *states: FeedState,
+        attempt: int | None = None) -> FeedStatesPut:
+    return FeedStatesPut(job_id=run.job_id, run_id=run.run_id,
+                         attempt=run.attempt if attempt is None else attempt,
+                         keep_run_id=None if keep is None else keep.run_id, states=states)
+
+
 async def test_feed_states_round_trip_per_run(store: Store) -> None:
     job = await with_job(store)
+    run = await running(store, job, 1)
     written = (
         state("https://news.example/rss", etag='W/"abc"', last_modified="Mon, 22 Jun 2026 "
               "07:00:00 GMT", seen=("k3", "k2", "k1")),
         state("https://新聞.example/財經?a=1&b=2", at_hours=1),
     )
-    await store.feed_states_put(FeedStatesPut(job_id=job.job_id, run_id="run-1",
-                                              keep_run_id=None, states=written))
+    assert await store.feed_states_put(put(run, None, *written))
 
-    read = await store.feed_states_get(job.job_id, "run-1")
+    read = await store.feed_states_get(job.job_id, run.run_id)
 
     assert sorted(read, key=lambda s: s.feed_url) == sorted(written, key=lambda s: s.feed_url)
-    assert await store.feed_states_get(job.job_id, "run-2") == []
-    assert await store.feed_states_get("another-job", "run-1") == []
+    assert await store.feed_states_get(job.job_id, "another-run") == []
+    assert await store.feed_states_get("another-job", run.run_id) == []
 
 
 async def test_feed_states_keep_only_the_fallback_run_and_the_latest(store: Store) -> None:
     job = await with_job(store)
     other = await with_job(store)
     url = "https://news.example/rss"
+    one, two, three = [await running(store, job, h) for h in (3, 2, 1)]
+    elsewhere = await running(store, other, 3)
 
-    def put(job_id: str, run_id: str, keep: str | None, *states: FeedState) -> FeedStatesPut:
-        return FeedStatesPut(job_id=job_id, run_id=run_id, keep_run_id=keep, states=states)
+    assert await store.feed_states_put(put(one, None, state(url, seen=("a",))))
+    assert await store.feed_states_put(put(elsewhere, None, state(url)))
+    # Two writes of run two's attempt: the second replaces the first.
+    assert await store.feed_states_put(put(two, one, state(url, seen=("b",)),
+                                           state(url + "?2")))
+    assert await store.feed_states_put(put(two, one, state(url, seen=("c",))))
 
-    await store.feed_states_put(put(job.job_id, "run-1", None, state(url, seen=("a",))))
-    await store.feed_states_put(put(other.job_id, "run-1", None, state(url)))
-    # run-2's first attempt, then its retry: the retry replaces what the first attempt wrote.
-    await store.feed_states_put(put(job.job_id, "run-2", "run-1", state(url, seen=("b",)),
-                                    state(url + "?2")))
-    await store.feed_states_put(put(job.job_id, "run-2", "run-1", state(url, seen=("c",))))
+    assert [s.seen for s in await store.feed_states_get(job.job_id, one.run_id)] == [("a",)]
+    assert [s.seen for s in await store.feed_states_get(job.job_id, two.run_id)] == [("c",)]
 
-    assert [s.seen for s in await store.feed_states_get(job.job_id, "run-1")] == [("a",)]
-    assert [s.seen for s in await store.feed_states_get(job.job_id, "run-2")] == [("c",)]
-
-    # run-2 succeeded; run-3 falls back to it, and run-1's states go.
-    await store.feed_states_put(put(job.job_id, "run-3", "run-2", state(url, seen=("d",))))
-    assert await store.feed_states_get(job.job_id, "run-1") == []
-    assert [s.seen for s in await store.feed_states_get(job.job_id, "run-2")] == [("c",)]
-    assert [s.seen for s in await store.feed_states_get(job.job_id, "run-3")] == [("d",)]
+    # Run two succeeded; run three falls back to it, and run one's states go.
+    assert await store.feed_states_put(put(three, two, state(url, seen=("d",))))
+    assert await store.feed_states_get(job.job_id, one.run_id) == []
+    assert [s.seen for s in await store.feed_states_get(job.job_id, two.run_id)] == [("c",)]
+    assert [s.seen for s in await store.feed_states_get(job.job_id, three.run_id)] == [("d",)]
     # Another job's states are never touched.
-    assert len(await store.feed_states_get(other.job_id, "run-1")) == 1
+    assert len(await store.feed_states_get(other.job_id, elsewhere.run_id)) == 1
+
+
+async def test_feed_states_of_an_attempt_that_lost_the_run_are_not_written(
+        store: Store) -> None:
+    job = await with_job(store)
+    url = "https://news.example/rss"
+    first = await running(store, job, 2)
+    assert await store.feed_states_put(put(first, None, state(url, seen=("kept",))))
+    taken = await running(store, job, 1)
+    # Another worker took the run over (attempt 2): attempt 1 is a zombie now.
+    lease_expired = half_past() + timedelta(hours=1)
+    assert await store.run_claim(RunClaim(run_id=taken.run_id, token=new_token(),
+                                          now=lease_expired, lease_seconds=30)) is not None
+    assert not await store.feed_states_put(put(taken, first, state(url, seen=("zombie",)),
+                                               attempt=1))
+    assert await store.feed_states_get(job.job_id, taken.run_id) == []
+    assert await store.feed_states_put(put(taken, first, state(url, seen=("live",)),
+                                           attempt=2))
+    # A finished run takes no more writes either.
+    done = await run_in(store, job, RunStatus.SUCCEEDED, scheduled_at=half_past())
+    assert not await store.feed_states_put(put(done, None, state(url)))
+    assert [s.seen for s in await store.feed_states_get(job.job_id, first.run_id)] == \
+        [("kept",)]
+    assert [s.seen for s in await store.feed_states_get(job.job_id, taken.run_id)] == \
+        [("live",)]
 
 
 async def test_pruning_a_job_deletes_its_feed_states(store: Store) -> None:
@@ -97,13 +134,23 @@ async def test_pruning_a_job_deletes_its_feed_states(store: Store) -> None:
     long_ago = now - timedelta(days=31)
     done = await with_job(store, now=long_ago, status=JobStatus.COMPLETED, updated_at=long_ago)
     live = await with_job(store, now=long_ago)
+    runs = []
     for job in (done, live):
-        await store.feed_states_put(FeedStatesPut(job_id=job.job_id, run_id="run-1",
-                                                  keep_run_id=None,
-                                                  states=(state("https://news.example/rss"),)))
+        run = await run_in(store, job, RunStatus.RUNNING, scheduled_at=long_ago)
+        assert await store.feed_states_put(put(run, None, state("https://news.example/rss")))
+        runs.append(run)
+    # The done job's run finished long ago (a RUNNING run would keep its job).
+    await finish(store, runs[0])
 
     pruned = await store.prune(Prune(before=now - timedelta(days=30)))
 
     assert pruned.jobs == 1
-    assert await store.feed_states_get(done.job_id, "run-1") == []
-    assert len(await store.feed_states_get(live.job_id, "run-1")) == 1
+    assert await store.feed_states_get(done.job_id, runs[0].run_id) == []
+    assert len(await store.feed_states_get(live.job_id, runs[1].run_id)) == 1
+
+
+async def finish(store: Store, run: JobRun) -> None:
+    assert run.lease_token is not None
+    assert await store.run_finish(RunFinish(
+        run_id=run.run_id, token=run.lease_token, status=RunStatus.SUCCEEDED,
+        finished_at=run.scheduled_at)) is not None

@@ -190,9 +190,7 @@ async def _read_feed(http: httpx.AsyncClient, url: str, prior: FeedState | None,
     try:
         async with asyncio.timeout(limits.timeout_seconds):
             return await _get(http, url, prior, limits)
-    except TimeoutError:
-        return failed("timeout", f"no complete answer within {limits.timeout_seconds:g}s")
-    except httpx.TimeoutException:
+    except (TimeoutError, httpx.TimeoutException):
         return failed("timeout", f"no complete answer within {limits.timeout_seconds:g}s")
     except EgressRefusedError as exc:
         return failed("refused", exc.message)

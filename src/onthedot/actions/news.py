@@ -8,7 +8,8 @@ One attempt::
       |-- every feed failed -> ActionError (retried by the worker; EgressRefusedError when
       |                        every failure was a refused address: retrying cannot help)
       v
-    write this run's feed states (the last succeeded run's are kept until another succeeds)
+    write this run's feed states, fenced by the attempt (the last succeeded run's are kept
+    until another run succeeds)
     digest <- the DigestWriter (offline: grouped headlines)
     output {"digest", "items", "new_items", "problems", "language", "deliver"}
 
@@ -19,10 +20,11 @@ delivery step skips such a run.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from onthedot.actions.base import ActionContext
 from onthedot.actions.catalog import (
+    LANGUAGES,
     MAX_FEEDS,
     MAX_TOPIC_CHARS,
     TOPICS_EXPECTED,
@@ -50,6 +52,7 @@ from onthedot.store.base import FeedState, FeedStatesPut
 LANGUAGES_EXPECTED = "en | zh-Hant | zh-Hans"
 # Of the job's timeout, the share one feed may take: the rest is for the store and the digest.
 FEED_TIMEOUT_SHARE = 0.5
+MAX_ERROR_CHARS = 1000  # of the feeds' reasons in a failed attempt's error
 
 
 class NewsDigestAction:
@@ -73,7 +76,7 @@ class NewsDigestAction:
                                   code="missing_field", field="action.topic",
                                   expected=TOPICS_EXPECTED + ', or "feeds": [url, ...]')
         language = params.get("language")
-        if language is not None and language not in ("en", "zh-Hant", "zh-Hans"):
+        if language is not None and language not in LANGUAGES:
             raise ValidationError(f"unknown language {language!r}", field="action.language",
                                   expected=LANGUAGES_EXPECTED)
         max_items = params.get("max_items", DEFAULT_MAX_ITEMS)
@@ -121,23 +124,15 @@ class NewsDigestAction:
         topic = normalise_topic(topic_text) if isinstance(topic_text, str) else None
         language = _language(params, ctx, topic_text)
         previous = ctx.previous
-        prior = await self._states_of(ctx)
-        now = ctx.run.started_at or datetime.now(UTC)
-        limits = FeedLimits(
-            max_items=int(params.get("max_items", DEFAULT_MAX_ITEMS)),
-            timeout_seconds=min(FEED_TIMEOUT_SECONDS,
-                                ctx.timeout_seconds * FEED_TIMEOUT_SHARE))
         result = await fetch_news(
             ctx.http, topic=topic, language=language, feeds=params.get("feeds"),
             since=None if previous is None else previous.started_at or previous.scheduled_at,
-            limits=limits, states=prior, now=now, guard=self.guard, catalog=self.catalog)
+            limits=_limits(params, ctx), states=await _remembered(ctx),
+            now=ctx.run.started_at or datetime.now(UTC), guard=self.guard,
+            catalog=self.catalog)
         if result.all_failed:
             raise _every_feed_failed(result)
-        if ctx.feed_states is not None:
-            await ctx.feed_states.feed_states_put(FeedStatesPut(
-                job_id=ctx.job.job_id, run_id=ctx.run.run_id,
-                keep_run_id=None if previous is None else previous.run_id,
-                states=tuple(result.states.values())))
+        await _remember(ctx, result)
         digest = await self.writer.write(DigestRequest(
             topic=topic, language=language, items=result.items, problems=result.problems,
             timezone=ctx.job.params.timezone, first=previous is None))
@@ -150,26 +145,47 @@ class NewsDigestAction:
             "deliver": bool(result.items) or params.get("deliver_empty") is True,
         }
 
-    @staticmethod
-    async def _states_of(ctx: ActionContext) -> dict[str, FeedState]:
-        if ctx.previous is None or ctx.feed_states is None:
-            return {}
-        states = await ctx.feed_states.feed_states_get(ctx.job.job_id, ctx.previous.run_id)
-        return {state.feed_url: state for state in states}
+
+def _limits(params: dict[str, Any], ctx: ActionContext) -> FeedLimits:
+    return FeedLimits(max_items=int(params.get("max_items", DEFAULT_MAX_ITEMS)),
+                      timeout_seconds=min(FEED_TIMEOUT_SECONDS,
+                                          ctx.timeout_seconds * FEED_TIMEOUT_SHARE))
+
+
+async def _remembered(ctx: ActionContext) -> dict[str, FeedState]:
+    """The feed states of the job's last succeeded run, by feed URL."""
+    if ctx.previous is None or ctx.feed_states is None:
+        return {}
+    states = await ctx.feed_states.feed_states_get(ctx.job.job_id, ctx.previous.run_id)
+    return {state.feed_url: state for state in states}
+
+
+async def _remember(ctx: ActionContext, result: NewsResult) -> None:
+    if ctx.feed_states is None:
+        return
+    written = await ctx.feed_states.feed_states_put(FeedStatesPut(
+        job_id=ctx.job.job_id, run_id=ctx.run.run_id, attempt=ctx.run.attempt,
+        keep_run_id=None if ctx.previous is None else ctx.previous.run_id,
+        states=tuple(result.states.values())))
+    if not written:
+        # Another attempt took the run over; its result, not this one's, will be recorded.
+        raise ActionError("the run was taken over by another attempt")
 
 
 def _language(params: dict[str, Any], ctx: ActionContext, topic_text: object) -> Language:
     """The job's ``language``, else the language its name (the task as the user said it) and
     topic are written in."""
     language = params.get("language")
-    if language in ("en", "zh-Hant", "zh-Hans"):
-        return language  # type: ignore[no-any-return]
+    if language in LANGUAGES:
+        return cast(Language, language)
     words = f"{ctx.job.name} {topic_text if isinstance(topic_text, str) else ''}"
     return detect(words, ctx.job.params.timezone)
 
 
 def _every_feed_failed(result: NewsResult) -> ActionError:
     reasons = "; ".join(f"{p.url}: {p.reason}" for p in result.problems if p.fatal)
+    if len(reasons) > MAX_ERROR_CHARS:
+        reasons = reasons[:MAX_ERROR_CHARS - 1] + "…"
     message = f"no feed could be read ({reasons})"
     if all(p.kind == "refused" for p in result.problems if p.fatal):
         return EgressRefusedError(message)

@@ -189,10 +189,13 @@ class FeedState:
 class FeedStatesPut:
     """Replace the feed states written by ``run_id`` (an earlier attempt's are dropped) and
     delete every other state of the job except those of ``keep_run_id`` (the job's last
-    succeeded run, still the one to read if this run does not succeed)."""
+    succeeded run, still the one to read if this run does not succeed). Fenced like every
+    write of an attempt: only while the run is RUNNING at ``attempt``, so a worker that lost
+    its lease cannot overwrite what the attempt that took over wrote."""
 
     job_id: str
     run_id: str
+    attempt: int
     keep_run_id: str | None
     states: tuple[FeedState, ...]
 
@@ -209,8 +212,9 @@ class FeedStateStore(Protocol):
         """The states ``run_id`` wrote for the job's feeds (none if it wrote none)."""
         ...
 
-    async def feed_states_put(self, put: FeedStatesPut) -> None:
-        """One transaction: see ``FeedStatesPut``."""
+    async def feed_states_put(self, put: FeedStatesPut) -> bool:
+        """One transaction (see ``FeedStatesPut``); False, with nothing written, when the run
+        is no longer RUNNING at ``put.attempt``."""
         ...
 
 

@@ -471,15 +471,21 @@ class PostgresStore(SharedReads):
         rows = await self._all(Q["feed_states_get"], {"job_id": job_id, "run_id": run_id})
         return [feed_state_from_row(r) for r in rows]
 
-    async def feed_states_put(self, put: FeedStatesPut) -> None:
+    async def feed_states_put(self, put: FeedStatesPut) -> bool:
         async with self._tx() as conn:
+            cur = await conn.execute(Q["run_attempt_live"], {
+                "run_id": put.run_id, "scheduled_at": _scheduled_at(put.run_id),
+                "attempt": put.attempt})
+            if await cur.fetchone() is None:
+                return False
             await conn.execute(Q["feed_states_drop"], {"job_id": put.job_id,
                                                        "keep_run_id": put.keep_run_id})
             if put.states:
-                async with conn.cursor() as cur:
-                    await cur.executemany(Q["feed_state_insert"], [
+                async with conn.cursor() as rows:
+                    await rows.executemany(Q["feed_state_insert"], [
                         {**feed_state_params(put, state), "fetched_at": state.fetched_at}
                         for state in put.states])
+            return True
 
     # --- events --------------------------------------------------------------------------
     async def event_apply(self, apply: EventApply) -> ApplyResult:

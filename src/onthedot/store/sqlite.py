@@ -286,14 +286,18 @@ class SqliteStore(SharedReads):
         rows = await self._all(Q["feed_states_get"], {"job_id": job_id, "run_id": run_id})
         return [feed_state_from_row(r) for r in rows]
 
-    async def feed_states_put(self, put: FeedStatesPut) -> None:
-        def tx(c: sqlite3.Connection) -> None:
+    async def feed_states_put(self, put: FeedStatesPut) -> bool:
+        def tx(c: sqlite3.Connection) -> bool:
+            live = {"run_id": put.run_id, "attempt": put.attempt}
+            if c.execute(Q["run_attempt_live"], live).fetchone() is None:
+                return False
             c.execute(Q["feed_states_drop"], {"job_id": put.job_id,
                                               "keep_run_id": put.keep_run_id})
             c.executemany(Q["feed_state_insert"],
                           [feed_state_params(put, state) for state in put.states])
+            return True
 
-        await self._db.write(tx)
+        return await self._db.write(tx)
 
     # --- shard leases --------------------------------------------------------------------
     async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,

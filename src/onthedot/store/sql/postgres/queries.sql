@@ -499,6 +499,15 @@ DROP TABLE {partition}
 SELECT feed_url, etag, last_modified, fetched_at, seen FROM feed_state
 WHERE job_id = %(job_id)s AND run_id = %(run_id)s
 
+-- name: run_attempt_live
+-- The fence of an attempt's side writes: a takeover bumped the attempt number. FOR SHARE makes
+-- a concurrent claim wait for this transaction, so the write lands before the takeover or not
+-- at all.
+SELECT 1 AS live FROM job_runs
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+  AND status = 'RUNNING' AND attempt = %(attempt)s
+FOR SHARE
+
 -- name: feed_states_drop
 -- Everything but the states of the run a failed attempt would fall back to.
 DELETE FROM feed_state

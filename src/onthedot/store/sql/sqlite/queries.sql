@@ -339,6 +339,11 @@ SELECT EXISTS (SELECT 1 FROM api_tokens) AS present
 SELECT feed_url, etag, last_modified, fetched_at, seen FROM feed_state
 WHERE job_id = :job_id AND run_id = :run_id
 
+-- name: run_attempt_live
+-- The fence of an attempt's side writes: a takeover bumped the attempt number.
+SELECT 1 AS live FROM job_runs
+WHERE run_id = :run_id AND status = 'RUNNING' AND attempt = :attempt
+
 -- name: feed_states_drop
 -- Everything but the states of the run a failed attempt would fall back to.
 DELETE FROM feed_state

@@ -21,6 +21,8 @@ Concurrency contract (every backend must honour it; ``tests/conformance`` proves
   zombie worker) changes nothing. A RETRYING run is not claimable: it waits in the store until
   ``runs_retry_due`` hands it back at its ``retry_at`` (the queue only holds due runs).
 * ``run_finish`` writes the terminal status and appends the RunEvent in ONE transaction.
+* ``feed_states_put`` (an action's state between runs) writes only while the run is RUNNING at
+  the attempt given: like a fenced result, a zombie attempt's state changes nothing.
 * ``event_apply`` advances the consumer's cursor (guarded by its previous position), updates the
   job's projection (guarded by the job version the decision was made from) and inserts the next
   run (only while the job is scheduled at that version and has no other open scheduled run) in

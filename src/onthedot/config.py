@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     egress_allow: str = Field("", description="comma-separated host names and CIDRs that actions "
                               "may call although they are loopback, private or link-local "
                               "(e.g. hooks.internal,10.1.0.0/16); default: none")
+    news_feeds_file: str | None = Field(None, description="JSON file of default news feeds per "
+                                        "topic and language, replacing the shipped lists it "
+                                        "names (docs/actions.md); default: the shipped feeds")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
 
 

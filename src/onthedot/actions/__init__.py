@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from onthedot.actions.base import Action, ActionContext
+from onthedot.actions.catalog import FeedCatalog
 from onthedot.actions.egress import EgressGuard, guarded_client
 from onthedot.actions.message import MessageAction
+from onthedot.actions.news import NewsDigestAction
 from onthedot.actions.webhook import WebhookAction
 from onthedot.config import Settings
 from onthedot.domain.errors import ValidationError
@@ -52,5 +54,8 @@ class ActionRegistry:
 
 
 def default_registry(settings: Settings) -> ActionRegistry:
-    """The built-in actions, their outbound calls judged by the deployment's egress allowlist."""
-    return ActionRegistry([MessageAction(), WebhookAction(EgressGuard.from_settings(settings))])
+    """The built-in actions, their outbound calls judged by the deployment's egress allowlist.
+    Raises ConfigError for an unusable news feeds file (the process refuses to start)."""
+    guard = EgressGuard.from_settings(settings)
+    return ActionRegistry([MessageAction(), WebhookAction(guard),
+                           NewsDigestAction(guard, FeedCatalog.from_settings(settings))])

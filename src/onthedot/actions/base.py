@@ -13,15 +13,20 @@ from typing import Any, Protocol
 import httpx
 
 from onthedot.domain.models import Job, JobRun
+from onthedot.store.base import FeedStateStore
 
 
 @dataclass(frozen=True)
 class ActionContext:
     job: Job
-    run: JobRun
+    run: JobRun  # this attempt: ``started_at`` is when it began (the worker's clock)
     idempotency_key: str
     timeout_seconds: float
     http: httpx.AsyncClient
+    # The job's last SUCCEEDED run before this one (its scheduled_at, finished_at, output).
+    previous: JobRun | None = None
+    # Per-job state an action keeps between runs (the news digest's feed validators).
+    feed_states: FeedStateStore | None = None
 
 
 class Action(Protocol):

@@ -21,6 +21,8 @@ Concurrency contract (every backend must honour it; ``tests/conformance`` proves
   zombie worker) changes nothing. A RETRYING run is not claimable: it waits in the store until
   ``runs_retry_due`` hands it back at its ``retry_at`` (the queue only holds due runs).
 * ``run_finish`` writes the terminal status and appends the RunEvent in ONE transaction.
+* ``feed_states_put`` (an action's state between runs) writes only while the run is RUNNING at
+  the attempt given: like a fenced result, a zombie attempt's state changes nothing.
 * ``event_apply`` advances the consumer's cursor (guarded by its previous position), updates the
   job's projection (guarded by the job version the decision was made from) and inserts the next
   run (only while the job is scheduled at that version and has no other open scheduled run) in
@@ -172,7 +174,53 @@ class Pruned:
         return self.runs + self.events + self.jobs
 
 
-class Store(Protocol):
+@dataclass(frozen=True)
+class FeedState:
+    """What a news digest remembers of one feed between two runs of a job: the validators for
+    a conditional GET, when the feed was last read (or confirmed unchanged), and the keys of
+    the items it held then (bounded, newest first)."""
+
+    feed_url: str
+    fetched_at: datetime
+    etag: str | None = None
+    last_modified: str | None = None
+    seen: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FeedStatesPut:
+    """Replace the feed states written by ``run_id`` (an earlier attempt's are dropped) and
+    delete every other state of the job except those of ``keep_run_id`` (the job's last
+    succeeded run, still the one to read if this run does not succeed). Fenced like every
+    write of an attempt: only while the run is RUNNING at ``attempt``, so a worker that lost
+    its lease cannot overwrite what the attempt that took over wrote."""
+
+    job_id: str
+    run_id: str
+    attempt: int
+    keep_run_id: str | None
+    states: tuple[FeedState, ...]
+
+
+class FeedStateStore(Protocol):
+    """The part of the store an action may use: per-job state kept between runs.
+
+    States are written per run and read per run: an action reads the states written by the
+    job's last SUCCEEDED run (``ActionContext.previous``), never those of an attempt whose
+    result was not recorded, so a crash between fetching and recording cannot make a feed
+    look already read."""
+
+    async def feed_states_get(self, job_id: str, run_id: str) -> list[FeedState]:
+        """The states ``run_id`` wrote for the job's feeds (none if it wrote none)."""
+        ...
+
+    async def feed_states_put(self, put: FeedStatesPut) -> bool:
+        """One transaction (see ``FeedStatesPut``); False, with nothing written, when the run
+        is no longer RUNNING at ``put.attempt``."""
+        ...
+
+
+class Store(FeedStateStore, Protocol):
     async def migrate(self) -> None:
         """Apply pending migrations; safe to call concurrently from several processes."""
         ...
@@ -227,6 +275,11 @@ class Store(Protocol):
         ...
 
     async def run_get(self, run_id: str) -> JobRun | None: ...
+
+    async def run_last_succeeded(self, job_id: str, before: datetime) -> JobRun | None:
+        """The job's SUCCEEDED run with the latest ``scheduled_at`` earlier than ``before``
+        (scheduled or run-now), or None: what an action knows of the job's history."""
+        ...
 
     async def runs_list(self, job_id: str, limit: int,
                         before_scheduled_at: datetime | None) -> list[JobRun]:

@@ -32,6 +32,7 @@ from onthedot.domain.models import (
     RunEvent,
     RunStatus,
 )
+from onthedot.store.base import FeedState, FeedStatesPut
 
 TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 UNREADABLE_ACTION = "unreadable"  # the type shown for a stored action that cannot be shown
@@ -180,6 +181,32 @@ def event_from_row(row: Row) -> RunEvent:
         status=RunStatus(row["status"]),
         emitted_at=_need_dt(row["emitted_at"]),
     )
+
+
+def feed_state_params(put: FeedStatesPut, state: FeedState) -> dict[str, Any]:
+    return {
+        "job_id": put.job_id,
+        "run_id": put.run_id,
+        "feed_url": state.feed_url,
+        "etag": state.etag,
+        "last_modified": state.last_modified,
+        "fetched_at": ts(state.fetched_at),
+        "seen": json.dumps(list(state.seen)),
+    }
+
+
+def feed_state_from_row(row: Row) -> FeedState:
+    """A state whose seen keys cannot be read keeps its validators and forgets the keys (the
+    next digest may then repeat a few undated items, which beats failing it)."""
+    try:
+        seen = _loaded(row["seen"])
+    except (ValueError, RecursionError):
+        seen = None
+    if not isinstance(seen, list) or not all(isinstance(k, str) for k in seen):
+        log.warning("feed state of %s: the stored seen keys cannot be read", row["feed_url"])
+        seen = []
+    return FeedState(feed_url=row["feed_url"], fetched_at=_need_dt(row["fetched_at"]),
+                     etag=row["etag"], last_modified=row["last_modified"], seen=tuple(seen))
 
 
 def _loaded(value: Any) -> Any:

@@ -54,6 +54,8 @@ from onthedot.store.base import (
     DueClaim,
     DueClaimed,
     EventApply,
+    FeedState,
+    FeedStatesPut,
     JobCreated,
     JobSave,
     Prune,
@@ -64,6 +66,8 @@ from onthedot.store.base import (
 )
 from onthedot.store.codec import (
     dump_output,
+    feed_state_from_row,
+    feed_state_params,
     job_from_row,
     job_to_params,
     run_from_row,
@@ -446,6 +450,10 @@ class PostgresStore(SharedReads):
         row = await self._one(Q["run_get"], {"run_id": run_id, "scheduled_at": at})
         return None if row is None else run_from_row(row)
 
+    async def run_last_succeeded(self, job_id: str, before: datetime) -> JobRun | None:
+        row = await self._one(Q["run_last_succeeded"], {"job_id": job_id, "before": before})
+        return None if row is None else run_from_row(row)
+
     async def runs_list(self, job_id: str, limit: int,
                         before_scheduled_at: datetime | None) -> list[JobRun]:
         rows = await self._all(Q["runs_list"], {
@@ -569,6 +577,7 @@ class PostgresStore(SharedReads):
             for row in await (await conn.execute(Q["prunable_jobs"], params)).fetchall():
                 job = {"job_id": row["job_id"]}
                 runs += (await conn.execute(Q["job_runs_delete"], job)).rowcount
+                await conn.execute(Q["job_feed_state_delete"], job)
                 jobs += (await conn.execute(Q["job_delete"], {**params, **job})).rowcount
             return Pruned(runs=runs, events=events, jobs=jobs)
 
@@ -579,6 +588,27 @@ class PostgresStore(SharedReads):
             return 0.0
         emitted: datetime = row["emitted_at"]
         return max(0.0, (now - emitted).total_seconds())
+
+    # --- per-job state of actions ----------------------------------------------------------
+    async def feed_states_get(self, job_id: str, run_id: str) -> list[FeedState]:
+        rows = await self._all(Q["feed_states_get"], {"job_id": job_id, "run_id": run_id})
+        return [feed_state_from_row(r) for r in rows]
+
+    async def feed_states_put(self, put: FeedStatesPut) -> bool:
+        async with self._tx() as conn:
+            cur = await conn.execute(Q["run_attempt_live"], {
+                "run_id": put.run_id, "scheduled_at": _scheduled_at(put.run_id),
+                "attempt": put.attempt})
+            if await cur.fetchone() is None:
+                return False
+            await conn.execute(Q["feed_states_drop"], {"job_id": put.job_id,
+                                                       "keep_run_id": put.keep_run_id})
+            if put.states:
+                async with conn.cursor() as rows:
+                    await rows.executemany(Q["feed_state_insert"], [
+                        {**feed_state_params(put, state), "fetched_at": state.fetched_at}
+                        for state in put.states])
+            return True
 
     # --- events --------------------------------------------------------------------------
     async def event_apply(self, apply: EventApply) -> ApplyResult:

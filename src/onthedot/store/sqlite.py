@@ -28,6 +28,8 @@ from onthedot.store.base import (
     DueClaim,
     DueClaimed,
     EventApply,
+    FeedState,
+    FeedStatesPut,
     JobCreated,
     JobSave,
     Prune,
@@ -38,6 +40,8 @@ from onthedot.store.base import (
 )
 from onthedot.store.codec import (
     dump_output,
+    feed_state_from_row,
+    feed_state_params,
     job_from_row,
     job_to_params,
     need_ts,
@@ -124,6 +128,10 @@ class SqliteStore(SharedReads):
 
     async def run_get(self, run_id: str) -> JobRun | None:
         row = await self._one(Q["run_get"], {"run_id": run_id})
+        return None if row is None else run_from_row(row)
+
+    async def run_last_succeeded(self, job_id: str, before: datetime) -> JobRun | None:
+        row = await self._one(Q["run_last_succeeded"], {"job_id": job_id, "before": ts(before)})
         return None if row is None else run_from_row(row)
 
     async def runs_list(self, job_id: str, limit: int,
@@ -226,6 +234,7 @@ class SqliteStore(SharedReads):
             jobs = 0
             for row in c.execute(Q["prunable_jobs"], params).fetchall():
                 runs += c.execute(Q["job_runs_delete"], {"job_id": row["job_id"]}).rowcount
+                c.execute(Q["job_feed_state_delete"], {"job_id": row["job_id"]})
                 jobs += c.execute(Q["job_delete"], {**params, "job_id": row["job_id"]}).rowcount
             return Pruned(runs=runs, events=events, jobs=jobs)
 
@@ -271,6 +280,24 @@ class SqliteStore(SharedReads):
             return await self._db.write(tx)
         except _JobChanged:
             return ApplyResult.JOB_CHANGED
+
+    # --- per-job state of actions ----------------------------------------------------------
+    async def feed_states_get(self, job_id: str, run_id: str) -> list[FeedState]:
+        rows = await self._all(Q["feed_states_get"], {"job_id": job_id, "run_id": run_id})
+        return [feed_state_from_row(r) for r in rows]
+
+    async def feed_states_put(self, put: FeedStatesPut) -> bool:
+        def tx(c: sqlite3.Connection) -> bool:
+            live = {"run_id": put.run_id, "attempt": put.attempt}
+            if c.execute(Q["run_attempt_live"], live).fetchone() is None:
+                return False
+            c.execute(Q["feed_states_drop"], {"job_id": put.job_id,
+                                              "keep_run_id": put.keep_run_id})
+            c.executemany(Q["feed_state_insert"],
+                          [feed_state_params(put, state) for state in put.states])
+            return True
+
+        return await self._db.write(tx)
 
     # --- shard leases --------------------------------------------------------------------
     async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,

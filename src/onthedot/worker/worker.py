@@ -235,8 +235,10 @@ class Worker:
             action = self.actions.get(str(job.action.get("type")))
         except OnTheDotError as exc:
             return False, None, exc.message, True
+        previous = await self.store.run_last_succeeded(job.job_id, run.scheduled_at)
         ctx = ActionContext(job=job, run=run, idempotency_key=run.run_id,
-                            timeout_seconds=job.timeout_seconds, http=await self.http())
+                            timeout_seconds=job.timeout_seconds, http=await self.http(),
+                            previous=previous, feed_states=self.store)
         try:
             async with asyncio.timeout(job.timeout_seconds):
                 output = await action.execute(job.action, ctx)

@@ -117,6 +117,13 @@ WHERE job_id = %(job_id)s
 ORDER BY scheduled_at DESC
 LIMIT %(limit)s
 
+-- name: run_last_succeeded
+-- What an action knows of the job's history, through job_runs_by_job.
+SELECT * FROM job_runs
+WHERE job_id = %(job_id)s AND status = 'SUCCEEDED' AND scheduled_at < %(before)s
+ORDER BY scheduled_at DESC
+LIMIT 1
+
 -- name: runs_claim_due_bucket
 -- One (shard, time_bucket) in ONE statement. The CTE locks the due PENDING runs it will take,
 -- skipping rows another watcher holds; the UPDATE repeats the guard on the locked row version.
@@ -544,3 +551,31 @@ CREATE TABLE {partition} PARTITION OF {month} FOR VALUES FROM ({lo}) TO ({hi})
 
 -- name: partition_drop_check
 ALTER TABLE {partition} DROP CONSTRAINT {range_check}
+
+-- --- news digests (0003) ---
+
+-- name: feed_states_get
+SELECT feed_url, etag, last_modified, fetched_at, seen FROM feed_state
+WHERE job_id = %(job_id)s AND run_id = %(run_id)s
+
+-- name: run_attempt_live
+-- The fence of an attempt's side writes: a takeover bumped the attempt number. FOR SHARE makes
+-- a concurrent claim wait for this transaction, so the write lands before the takeover or not
+-- at all.
+SELECT 1 AS live FROM job_runs
+WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+  AND status = 'RUNNING' AND attempt = %(attempt)s
+FOR SHARE
+
+-- name: feed_states_drop
+-- Everything but the states of the run a failed attempt would fall back to.
+DELETE FROM feed_state
+WHERE job_id = %(job_id)s AND (%(keep_run_id)s::text IS NULL OR run_id <> %(keep_run_id)s)
+
+-- name: feed_state_insert
+INSERT INTO feed_state (job_id, run_id, feed_url, etag, last_modified, fetched_at, seen)
+VALUES (%(job_id)s, %(run_id)s, %(feed_url)s, %(etag)s, %(last_modified)s, %(fetched_at)s,
+        %(seen)s::jsonb)
+
+-- name: job_feed_state_delete
+DELETE FROM feed_state WHERE job_id = %(job_id)s

@@ -149,3 +149,18 @@ CREATE TABLE deployment (
     name  text PRIMARY KEY,
     value text NOT NULL
 );
+
+-- --- news digests (0003) ---
+-- What a news digest remembers of each feed between runs: one row per (job, run, feed). A run
+-- reads the rows of the job's last SUCCEEDED run only; the rows of that run and of the latest
+-- run are kept, older ones deleted when a run writes its own.
+CREATE TABLE feed_state (
+    job_id        text COLLATE "C" NOT NULL,
+    run_id        text COLLATE "C" NOT NULL,      -- the run whose attempt read the feed
+    feed_url      text NOT NULL,
+    etag          text,                           -- validators for a conditional GET
+    last_modified text,
+    fetched_at    timestamptz NOT NULL,           -- read in full or confirmed unchanged
+    seen          jsonb NOT NULL,                 -- array of item keys, bounded
+    PRIMARY KEY (job_id, run_id, feed_url)
+);

@@ -78,6 +78,13 @@ WHERE job_id = :job_id
 ORDER BY scheduled_at DESC
 LIMIT :limit
 
+-- name: run_last_succeeded
+-- What an action knows of the job's history, through job_runs_by_job.
+SELECT * FROM job_runs
+WHERE job_id = :job_id AND status = 'SUCCEEDED' AND scheduled_at < :before
+ORDER BY scheduled_at DESC
+LIMIT 1
+
 -- name: runs_due_in_bucket
 -- One (shard, time_bucket) partition through the partial index job_runs_due.
 SELECT r.*, j.misfire_policy
@@ -325,3 +332,26 @@ SELECT user_id FROM api_tokens WHERE token_hash = :token_hash
 
 -- name: tokens_exist
 SELECT EXISTS (SELECT 1 FROM api_tokens) AS present
+
+-- --- news digests (0003) ---
+
+-- name: feed_states_get
+SELECT feed_url, etag, last_modified, fetched_at, seen FROM feed_state
+WHERE job_id = :job_id AND run_id = :run_id
+
+-- name: run_attempt_live
+-- The fence of an attempt's side writes: a takeover bumped the attempt number.
+SELECT 1 AS live FROM job_runs
+WHERE run_id = :run_id AND status = 'RUNNING' AND attempt = :attempt
+
+-- name: feed_states_drop
+-- Everything but the states of the run a failed attempt would fall back to.
+DELETE FROM feed_state
+WHERE job_id = :job_id AND (:keep_run_id IS NULL OR run_id <> :keep_run_id)
+
+-- name: feed_state_insert
+INSERT INTO feed_state (job_id, run_id, feed_url, etag, last_modified, fetched_at, seen)
+VALUES (:job_id, :run_id, :feed_url, :etag, :last_modified, :fetched_at, :seen)
+
+-- name: job_feed_state_delete
+DELETE FROM feed_state WHERE job_id = :job_id

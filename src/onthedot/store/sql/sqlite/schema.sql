@@ -114,3 +114,18 @@ CREATE TABLE deployment (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+
+-- --- news digests (0003) ---
+-- What a news digest remembers of each feed between runs: one row per (job, run, feed). A run
+-- reads the rows of the job's last SUCCEEDED run only; the rows of that run and of the latest
+-- run are kept, older ones deleted when a run writes its own.
+CREATE TABLE feed_state (
+    job_id        TEXT NOT NULL,
+    run_id        TEXT NOT NULL,                  -- the run whose attempt read the feed
+    feed_url      TEXT NOT NULL,
+    etag          TEXT,                           -- validators for a conditional GET
+    last_modified TEXT,
+    fetched_at    TEXT NOT NULL,                  -- read in full or confirmed unchanged
+    seen          TEXT NOT NULL,                  -- JSON array of item keys, bounded
+    PRIMARY KEY (job_id, run_id, feed_url)
+);

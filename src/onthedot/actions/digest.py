@@ -1,0 +1,155 @@
+"""Turning new items into the digest text a person reads, in the task's language.
+
+The digest goes through a ``DigestWriter``. ``OfflineDigest`` is extractive and needs nothing
+but the items: headlines grouped by source, each group in the order of its newest item, one line
+per item with its time (in the job's timezone), its source and its link. A writer that asks a
+model for a summary plugs in at the same place (and can fall back to this one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import tzinfo
+from typing import Protocol
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from onthedot.actions.catalog import TOPIC_NAMES, Topic
+from onthedot.actions.feeds import FeedProblem, NewsItem
+from onthedot.nl.parts import Language
+
+
+@dataclass(frozen=True)
+class DigestRequest:
+    topic: Topic | None
+    language: Language
+    items: Sequence[NewsItem]  # new, newest first
+    problems: Sequence[FeedProblem]
+    timezone: str  # IANA, the job's: times are shown in it
+    first: bool  # no earlier digest of this job: "nothing found" rather than "nothing new"
+
+
+class DigestWriter(Protocol):
+    async def write(self, request: DigestRequest) -> str:
+        """The digest text; an empty item list gets a sentence saying there is nothing new."""
+        ...
+
+
+# --- the offline digest ------------------------------------------------------------------------
+# Sentences per language. {topic}: the topic's name in that language ("" for own feeds).
+_HEADLINE = {
+    "en": "{topic}news: {n} new {items} from {k} {sources}.",
+    "zh-Hant": "{topic}新聞：{k} 個來源共 {n} 則新消息。",
+    "zh-Hans": "{topic}新闻：{k} 个来源共 {n} 条新消息。",
+}
+_NOTHING_NEW = {
+    "en": "No new {topic}news since the last digest.",
+    "zh-Hant": "自上次摘要以來沒有新的{topic}新聞。",
+    "zh-Hans": "自上次摘要以来没有新的{topic}新闻。",
+}
+_NOTHING_FOUND = {
+    "en": "No {topic}news found in the feeds.",
+    "zh-Hant": "訂閱來源中沒有找到{topic}新聞。",
+    "zh-Hans": "订阅来源中没有找到{topic}新闻。",
+}
+_UNREADABLE = {
+    "en": "Could not read {n} {feeds}: {list}.",
+    "zh-Hant": "有 {n} 個來源無法讀取：{list}。",
+    "zh-Hans": "有 {n} 个来源无法读取：{list}。",
+}
+_PROBLEM_WORDS: dict[str, dict[Language, str]] = {
+    "timeout": {"en": "timed out", "zh-Hant": "逾時", "zh-Hans": "超时"},
+    "too_large": {"en": "too large", "zh-Hant": "內容過大", "zh-Hans": "内容过大"},
+    "malformed": {"en": "malformed", "zh-Hant": "格式錯誤", "zh-Hans": "格式错误"},
+    "not_a_feed": {"en": "not a feed", "zh-Hant": "不是 RSS 或 Atom 來源",
+                   "zh-Hans": "不是 RSS 或 Atom 来源"},
+    "refused": {"en": "address not allowed", "zh-Hant": "位址不允許連線",
+                "zh-Hans": "地址不允许连接"},
+    "unreachable": {"en": "unreachable", "zh-Hant": "無法連線", "zh-Hans": "无法连接"},
+}
+_SEPARATOR = {"en": "; ", "zh-Hant": "；", "zh-Hans": "；"}
+_TIME_FORMAT = "%m-%d %H:%M"
+
+
+class OfflineDigest:
+    """Grouped headlines, no model."""
+
+    async def write(self, request: DigestRequest) -> str:
+        return render_offline(request)
+
+
+def render_offline(request: DigestRequest) -> str:
+    language = request.language
+    topic = _topic_words(request.topic, language)
+    lines: list[str] = []
+    if request.items:
+        groups = _by_source(request.items)
+        lines.append(_headline(language, topic, len(request.items), len(groups)))
+        zone = _zone(request.timezone)
+        for source, items in groups.items():
+            lines += ["", source]
+            lines += [_line(item, language, zone) for item in items]
+    else:
+        sentences = _NOTHING_FOUND if request.first else _NOTHING_NEW
+        lines.append(sentences[language].format(topic=topic))
+    unreadable = [p for p in request.problems if p.fatal]
+    if unreadable:
+        lines += ["", _unreadable(language, unreadable)]
+    return "\n".join(lines)
+
+
+def _topic_words(topic: Topic | None, language: Language) -> str:
+    name = TOPIC_NAMES[topic][language]
+    if language == "en":
+        # Lower case inside a sentence ("no new finance news"); _headline capitalises.
+        return f"{name.lower()} " if name else ""
+    return name
+
+
+def _headline(language: Language, topic: str, n: int, k: int) -> str:
+    text = _HEADLINE[language].format(
+        topic=topic, n=n, k=k, items="item" if n == 1 else "items",
+        sources="source" if k == 1 else "sources")
+    return text[:1].upper() + text[1:]  # "News: ..." without a topic
+
+
+def _by_source(items: Sequence[NewsItem]) -> dict[str, list[NewsItem]]:
+    """Items are newest first, so each group's first item is its newest and groups come in
+    the order of their newest item."""
+    groups: dict[str, list[NewsItem]] = {}
+    for item in items:
+        groups.setdefault(item.source, []).append(item)
+    return groups
+
+
+def _line(item: NewsItem, language: Language, zone: tzinfo) -> str:
+    when = "" if item.published is None else \
+        item.published.astimezone(zone).strftime(_TIME_FORMAT) + " "
+    source = f"（{item.source}）" if language != "en" else f" ({item.source})"
+    link = f" {item.link}" if item.link else ""
+    return f"- {when}{item.title}{source}{link}"
+
+
+def _unreadable(language: Language, problems: Sequence[FeedProblem]) -> str:
+    listed = _SEPARATOR[language].join(
+        f"{_host(p.url)} ({_problem_words(p, language)})" if language == "en"
+        else f"{_host(p.url)}（{_problem_words(p, language)}）" for p in problems)
+    return _UNREADABLE[language].format(n=len(problems), list=listed,
+                                        feeds="feed" if len(problems) == 1 else "feeds")
+
+
+def _problem_words(problem: FeedProblem, language: Language) -> str:
+    words = _PROBLEM_WORDS.get(problem.kind)
+    return problem.reason if words is None else words[language]
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).netloc or url
+
+
+def _zone(name: str) -> tzinfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.models import JobParams
 from onthedot.schedule import Schedule, compile_schedule
-from onthedot.schedule.rrule import check_can_occur, make_spec, parse_rule, rule_walls_after
+from onthedot.schedule.expand import check_can_occur, rule_walls_after
+from onthedot.schedule.rrule import make_spec, parse_rule
 
 ANCHOR = datetime(2026, 6, 1, 3, 17, 42, tzinfo=UTC)  # 11:17:42 in Taipei
 

@@ -47,7 +47,21 @@ Errors are :class:`onthedot.domain.errors.ScheduleError` with codes ``missing_fi
 """
 
 from onthedot.schedule.base import Schedule
-from onthedot.schedule.compiler import compile_schedule, job_schedule
+from onthedot.schedule.compiler import (
+    compile_schedule,
+    compile_schedule_async,
+    job_next_after,
+    job_schedule,
+)
+from onthedot.schedule.limits import run_bounded
 from onthedot.schedule.local import resolve_local
 
-__all__ = ["Schedule", "compile_schedule", "job_schedule", "resolve_local"]
+__all__ = [
+    "Schedule",
+    "compile_schedule",
+    "compile_schedule_async",
+    "job_next_after",
+    "job_schedule",
+    "resolve_local",
+    "run_bounded",
+]

@@ -173,25 +173,50 @@ def times_reachable(p: RuleParts, dtstart: datetime) -> bool:
 
 
 def _continuous(spec: RuleSpec, begin: datetime, budget: Budget) -> Iterator[datetime]:
-    """A dense rule: dateutil from the period that holds ``begin``."""
+    """A dense MONTHLY/YEARLY rule: dateutil from the period that holds ``begin``."""
     for occurrence in _rrule_at(spec, _first_start(spec, begin)):
         budget.check()
         if occurrence >= begin:
             yield occurrence
 
 
+class _Horizon:
+    """How far a walk looks: the horizon after the latest occurrence found (or the lookup
+    point), recomputed only when the walk gets there."""
+
+    __slots__ = ("_latest", "_p", "_stale", "limit")
+
+    def __init__(self, p: RuleParts, begin: datetime) -> None:
+        self._p = p
+        self._latest = begin
+        self._stale = False
+        self.limit = _horizon(p, begin)
+
+    def found(self, occurrence: datetime) -> None:
+        self._latest = occurrence
+        self._stale = True
+
+    def passed(self, value: datetime) -> bool:
+        if value <= self.limit:
+            return False
+        if self._stale:
+            self.limit = _horizon(self._p, self._latest)
+            self._stale = False
+        return value > self.limit
+
+
 def _by_period(spec: RuleSpec, begin: datetime, budget: Budget) -> Iterator[datetime]:
     """MONTHLY/YEARLY that is not dense: one dateutil expansion per visited period."""
     start = _first_start(spec, begin)
-    limit = _horizon(spec.parts, begin)
+    horizon = _Horizon(spec.parts, begin)
     interval = _ONE_PERIOD_INTERVAL[spec.parts.freq]
-    while start <= limit:
+    while not horizon.passed(start):
         budget.check()
         for occurrence in _rrule_at(spec, start, interval):
             budget.check()
             if occurrence >= begin:
+                horizon.found(occurrence)
                 yield occurrence
-                limit = _horizon(spec.parts, occurrence)
         start = periods_later(spec.parts, start, 1)
 
 
@@ -199,21 +224,21 @@ def _by_week(spec: RuleSpec, begin: datetime, budget: Budget) -> Iterator[dateti
     """WEEKLY: the weeks the rule visits, expanded here one by one (with BYMONTH a week may be
     empty, so dateutil could walk far)."""
     start = aligned_start(spec, begin)
-    limit = _horizon(spec.parts, begin)
-    while start <= limit:
+    horizon = _Horizon(spec.parts, begin)
+    lower = max(begin, spec.dtstart)
+    while not horizon.passed(start):
         budget.check()
-        for occurrence in _week(spec, start, begin):
+        for occurrence in _week(spec.parts, start, lower):
             budget.check()
+            horizon.found(occurrence)
             yield occurrence
-            limit = _horizon(spec.parts, occurrence)
         start = periods_later(spec.parts, start, 1)
 
 
-def _week(spec: RuleSpec, start: datetime, begin: datetime) -> Iterator[datetime]:
-    """One week's occurrences at or after ``begin``, as dateutil defines them: the week runs
+def _week(p: RuleParts, start: datetime, lower: datetime) -> Iterator[datetime]:
+    """One week's occurrences at or after ``lower``, as dateutil defines them: the week runs
     from ``start`` (DTSTART in the first week, else the WKST day) to the next WKST day; BYSETPOS
     counts among its days that pass BYDAY and BYMONTH times the times of day, in order."""
-    p = spec.parts
     weekdays = {wd for wd, _ in p.byweekday}
     days: list[date] = []
     day = start.date()
@@ -226,60 +251,55 @@ def _week(spec: RuleSpec, start: datetime, begin: datetime) -> Iterator[datetime
         if day.weekday() == p.wkst:
             break
     times = times_of_day(p)
-    lower = max(begin, spec.dtstart)
     if p.bysetpos:
         total = len(days) * len(times)
-        picks = sorted({pos - 1 if pos > 0 else total + pos for pos in p.bysetpos})
-        for i in picks:
-            if 0 <= i < total:
-                occurrence = datetime.combine(days[i // len(times)], times[i % len(times)])
-                if occurrence >= lower:
-                    yield occurrence
+        for i in _positions(p.bysetpos, total):
+            occurrence = datetime.combine(days[i // len(times)], times[i % len(times)])
+            if occurrence >= lower:
+                yield occurrence
         return
     for day in days:
-        if day < lower.date():
-            continue
-        first = bisect_left(times, lower.time()) if day == lower.date() else 0
-        for t in islice(times, first, None):
-            yield datetime.combine(day, t)
+        if day >= lower.date():
+            yield from _at_or_after(day, times, lower)
 
 
 def _by_day(spec: RuleSpec, begin: datetime, budget: Budget) -> Iterator[datetime]:
     """DAILY and shorter: the days that pass the day filters, then each day's times."""
     p = spec.parts
     lower = max(begin, spec.dtstart)
+    horizon = _Horizon(p, begin)
+    expand_day = _daily_times(spec) if p.freq == DAILY else _sub_daily_times(spec, budget)
     day = lower.date()
-    last = _horizon(p, begin).date()
-    expand_day = _daily_times if p.freq == DAILY else _sub_daily_times
     while True:
-        found = _next_matching_day(spec, day, last, budget)
+        found = _next_matching_day(spec, day, horizon, budget)
         if found is None:
             return
-        for occurrence in expand_day(spec, found, lower, budget):
+        for occurrence in expand_day(found, lower):
+            horizon.found(occurrence)
             yield occurrence
-            last = _horizon(p, occurrence).date()
         day = found + timedelta(days=1)
 
 
-def _next_matching_day(spec: RuleSpec, day: date, last: date, budget: Budget) -> date | None:
-    """The first day from ``day`` to ``last`` that DAILY's INTERVAL visits and the day filters
-    allow (exactly: DAILY and shorter have no numbered weekdays and no BYWEEKNO)."""
+def _next_matching_day(
+    spec: RuleSpec, day: date, horizon: _Horizon, budget: Budget
+) -> date | None:
+    """The first day from ``day`` within the horizon that DAILY's INTERVAL visits and the day
+    filters allow (exactly: DAILY and shorter have no numbered weekdays and no BYWEEKNO)."""
     p = spec.parts
     step = p.interval if p.freq == DAILY else 1
     origin = spec.dtstart.date()
-    while day <= last:
+    while True:
         budget.check()
         if step > 1:
             day += timedelta(days=(origin - day).days % step)
-            if day > last:
-                return None
+        if horizon.passed(datetime.combine(day, time())):
+            return None
         if p.bymonth and day.month not in p.bymonth:
             day = _next_month(day)
-            continue
-        if day_may_match(p, day):
+        elif day_may_match(p, day):
             return day
-        day += timedelta(days=step)
-    return None
+        else:
+            day += timedelta(days=step)
 
 
 def _next_month(day: date) -> date:
@@ -288,17 +308,23 @@ def _next_month(day: date) -> date:
     return date(day.year + day.month // 12, day.month % 12 + 1, 1)
 
 
-def _daily_times(
-    spec: RuleSpec, day: date, lower: datetime, budget: Budget
-) -> Iterator[datetime]:
+DayTimes = Callable[[date, datetime], Iterator[datetime]]
+
+
+def _daily_times(spec: RuleSpec) -> DayTimes:
     """A DAILY rule's occurrences on a day it visits: its times of day, BYSETPOS among them."""
-    times = times_of_day(spec.parts)
-    yield from _select(spec.parts, day, times, lower)
+    p = spec.parts
+    times = times_of_day(p)
+    if p.bysetpos:
+        times = tuple(times[i] for i in _positions(p.bysetpos, len(times)))
+
+    def expand(day: date, lower: datetime) -> Iterator[datetime]:
+        return _at_or_after(day, times, lower)
+
+    return expand
 
 
-def _sub_daily_times(
-    spec: RuleSpec, day: date, lower: datetime, budget: Budget
-) -> Iterator[datetime]:
+def _sub_daily_times(spec: RuleSpec, budget: Budget) -> DayTimes:
     """HOURLY/MINUTELY/SECONDLY occurrences on one day, as dateutil defines them: the periods
     (hours, minutes, seconds) start at DTSTART's, INTERVAL units apart; a period counts when its
     hour (and minute, and second) is allowed; its candidates are the BYMINUTE x BYSECOND times
@@ -308,49 +334,58 @@ def _sub_daily_times(
     unit = _UNIT_SECONDS[p.freq]
     step = p.interval * unit
     origin = _epoch_seconds(period_floor(p, spec.dtstart))
-    day_start = day.toordinal() * _DAY_SECONDS
-    first = 0
-    if day == lower.date():
-        first = (lower.hour * 3600 + lower.minute * 60 + lower.second) // unit * unit
     allowed, allowed_set = _allowed_periods(p)
-    if -(-_DAY_SECONDS // step) <= len(allowed):
-        at = max(day_start + first, origin)
-        at += (origin - at) % step
-        while at < day_start + _DAY_SECONDS:
+    walk_visited = -(-_DAY_SECONDS // step) <= len(allowed)
+
+    def expand(day: date, lower: datetime) -> Iterator[datetime]:
+        day_start = day.toordinal() * _DAY_SECONDS
+        first = 0
+        if day == lower.date():
+            first = (lower.hour * 3600 + lower.minute * 60 + lower.second) // unit * unit
+        if walk_visited:
+            at = max(day_start + first, origin)
+            at += (origin - at) % step
+            while at < day_start + _DAY_SECONDS:
+                budget.check()
+                if at - day_start in allowed_set:
+                    yield from _at_or_after(day, _period_times(p, at - day_start), lower)
+                at += step
+            return
+        for second in islice(allowed, bisect_left(allowed, first), None):
             budget.check()
-            if at - day_start in allowed_set:
-                yield from _select(p, day, _period_times(p, at - day_start), lower)
-            at += step
-        return
-    for second in islice(allowed, bisect_left(allowed, first), None):
-        budget.check()
-        at = day_start + second
-        if at >= origin and (at - origin) % step == 0:
-            yield from _select(p, day, _period_times(p, second), lower)
+            at = day_start + second
+            if at >= origin and (at - origin) % step == 0:
+                yield from _at_or_after(day, _period_times(p, second), lower)
+
+    return expand
 
 
-def _select(
-    p: RuleParts, day: date, times: Sequence[time], lower: datetime
-) -> Iterator[datetime]:
-    """The candidates ``day`` x ``times`` of one period at or after ``lower``, BYSETPOS applied."""
-    chosen: Sequence[time] = times
-    if p.bysetpos:
-        total = len(times)
-        picks = sorted({pos - 1 if pos > 0 else total + pos for pos in p.bysetpos})
-        chosen = [times[i] for i in picks if 0 <= i < total]
-    first = bisect_left(chosen, lower.time()) if day == lower.date() else 0
-    for t in islice(chosen, first, None):
+def _positions(bysetpos: tuple[int, ...], total: int) -> list[int]:
+    """The indexes BYSETPOS picks among ``total`` candidates, in order, each once."""
+    picks = {pos - 1 if pos > 0 else total + pos for pos in bysetpos}
+    return sorted(i for i in picks if 0 <= i < total)
+
+
+def _at_or_after(day: date, times: Sequence[time], lower: datetime) -> Iterator[datetime]:
+    first = bisect_left(times, lower.time()) if day == lower.date() else 0
+    for t in islice(times, first, None):
         yield datetime.combine(day, t)
 
 
+@functools.lru_cache(maxsize=4096)
 def _period_times(p: RuleParts, second_of_day: int) -> tuple[time, ...]:
+    """The candidates of the sub-daily period starting at ``second_of_day``, BYSETPOS applied."""
     hour, rest = divmod(second_of_day, 3600)
-    if p.freq == HOURLY:
-        return tuple(time(hour, m, s) for m in p.byminute for s in p.bysecond)
     minute, second = divmod(rest, 60)
-    if p.freq == MINUTELY:
-        return tuple(time(hour, minute, s) for s in p.bysecond)
-    return (time(hour, minute, second),)
+    if p.freq == HOURLY:
+        times = tuple(time(hour, m, s) for m in p.byminute for s in p.bysecond)
+    elif p.freq == MINUTELY:
+        times = tuple(time(hour, minute, s) for s in p.bysecond)
+    else:
+        times = (time(hour, minute, second),)
+    if p.bysetpos:
+        times = tuple(times[i] for i in _positions(p.bysetpos, len(times)))
+    return times
 
 
 @functools.lru_cache(maxsize=256)

@@ -71,6 +71,8 @@ def rule_walls_after(spec: RuleSpec, tz: ZoneInfo, wall: datetime) -> Iterator[d
         begin = wall + _ONE_MICROSECOND
     except OverflowError:
         return
+    if spec.until_wall is not None and begin > spec.until_wall:
+        return  # the rule has ended (UNTIL, or the last occurrence COUNT allows)
     for occurrence in walls_from(spec, begin, current_budget()):
         if spec.until_wall is not None and occurrence > spec.until_wall:
             return
@@ -190,7 +192,7 @@ class _Horizon:
         self._p = p
         self._latest = begin
         self._stale = False
-        self.limit = _horizon(p, begin)
+        self.limit = horizon(p, begin)
 
     def found(self, occurrence: datetime) -> None:
         self._latest = occurrence
@@ -200,7 +202,7 @@ class _Horizon:
         if value <= self.limit:
             return False
         if self._stale:
-            self.limit = _horizon(self._p, self._latest)
+            self.limit = horizon(self._p, self._latest)
             self._stale = False
         return value > self.limit
 
@@ -488,8 +490,9 @@ def _first_start(spec: RuleSpec, begin: datetime) -> datetime:
     return periods_later(spec.parts, start, 1)  # between visited periods: the next one
 
 
-def _horizon(p: RuleParts, value: datetime) -> datetime:
-    """How far a walk looks past ``value`` for the next occurrence."""
+def horizon(p: RuleParts, value: datetime) -> datetime:
+    """How far a walk looks past ``value`` for the next occurrence: a period (a day for DAILY
+    and shorter) that starts later is not searched."""
     try:
         by_periods = periods_later(p, value, MIN_PERIODS)
     except OverflowError:

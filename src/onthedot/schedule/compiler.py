@@ -26,7 +26,6 @@ from onthedot.schedule.limits import (
     VALIDATION_SECONDS,
     active_budget,
     budget,
-    current_budget,
     run_bounded,
 )
 from onthedot.schedule.local import load_timezone, require_aware, wall_time
@@ -174,10 +173,8 @@ def _check_min_interval(schedule: WallClockSchedule, start: datetime, minimum: f
         return
     previous: datetime | None = None
     end = _years_later(start, FREQUENCY_SAMPLE_YEARS)
-    budget_ = current_budget()
-    try:
+    try:  # walls_after checks the budget at every step
         for wall in islice(schedule.walls_after(start), FREQUENCY_SAMPLE + 1):
-            budget_.check()
             if wall > end:
                 break
             if previous is not None:

@@ -20,6 +20,7 @@ from onthedot.schedule.limits import (
     MAX_COUNT_TOTAL,
     MAX_DATES,
     MAX_RULES,
+    MAX_TIMES_OF_DAY,
     VALIDATION_SECONDS,
     budget,
     current_budget,
@@ -87,6 +88,21 @@ def test_counts_adding_up_past_the_cap_are_refused() -> None:
     err, elapsed = refused(text)
     assert_too_complex(err, elapsed)
     assert str(MAX_COUNT_TOTAL) in err.message
+
+
+def test_more_times_of_day_than_one_a_minute_are_refused_in_a_daily_or_longer_rule() -> None:
+    every = ",".join(map(str, range(60)))
+    hours = ",".join(map(str, range(24)))
+    err, elapsed = refused(f"FREQ=WEEKLY;BYDAY=MO;BYHOUR={hours};BYMINUTE={every};BYSECOND=0,30")
+    assert_too_complex(err, elapsed)
+    assert str(MAX_TIMES_OF_DAY) in err.message
+    daily = recurring(f"FREQ=DAILY;BYHOUR={hours};BYMINUTE={every}")  # exactly one a minute
+    assert daily.upcoming(NOW, 3) == [NOW + timedelta(minutes=m) for m in (1, 2, 3)]
+    secondly = compile_schedule(  # the sub-daily forms are the way to fire more often
+        JobParams("recurring", schedule=f"FREQ=SECONDLY;BYSECOND={every}"),
+        anchor=NOW, min_interval_seconds=0,
+    )
+    assert secondly.upcoming(NOW, 2) == [NOW + timedelta(seconds=s) for s in (1, 2)]
 
 
 def test_fifty_minutely_rules_with_the_largest_count_are_refused_at_once() -> None:

@@ -327,7 +327,9 @@ def test_rebasing_yields_the_same_occurrences_as_expanding_from_dtstart(
     if spec.parts.freq >= 4:  # sub-daily: keep the reference expansion short
         days_later %= 40
     target = dtstart + timedelta(days=days_later, seconds=days_later * 37 % 86400)
-    reference = list(islice(rrulestr("RRULE:" + text, dtstart=dtstart).xafter(target), 12))
+    reference = within_horizon(
+        spec.parts, target, islice(rrulestr("RRULE:" + text, dtstart=dtstart).xafter(target), 12)
+    )
     assert list(islice(rule_walls_after(spec, tz, target), 12)) == reference
 
 

@@ -336,8 +336,9 @@ def _sub_daily_times(spec: RuleSpec, budget: Budget) -> DayTimes:
     unit = _UNIT_SECONDS[p.freq]
     step = p.interval * unit
     origin = _epoch_seconds(period_floor(p, spec.dtstart))
-    allowed, allowed_set = _allowed_periods(p)
-    walk_visited = -(-_DAY_SECONDS // step) <= len(allowed)
+    allowed = _AllowedPeriods(p)
+    walk_visited = -(-_DAY_SECONDS // step) <= allowed.count
+    pattern = _period_pattern(p)
 
     def expand(day: date, lower: datetime) -> Iterator[datetime]:
         day_start = day.toordinal() * _DAY_SECONDS
@@ -349,15 +350,15 @@ def _sub_daily_times(spec: RuleSpec, budget: Budget) -> DayTimes:
             at += (origin - at) % step
             while at < day_start + _DAY_SECONDS:
                 budget.check()
-                if at - day_start in allowed_set:
-                    yield from _at_or_after(day, _period_times(p, at - day_start), lower)
+                if allowed.contains(at - day_start):
+                    yield from _period_walls(day, at - day_start, pattern, lower)
                 at += step
             return
-        for second in islice(allowed, bisect_left(allowed, first), None):
+        for second in allowed.starting_at(first):
             budget.check()
             at = day_start + second
             if at >= origin and (at - origin) % step == 0:
-                yield from _at_or_after(day, _period_times(p, second), lower)
+                yield from _period_walls(day, second, pattern, lower)
 
     return expand
 
@@ -374,37 +375,65 @@ def _at_or_after(day: date, times: Sequence[time], lower: datetime) -> Iterator[
         yield datetime.combine(day, t)
 
 
-@functools.lru_cache(maxsize=4096)
-def _period_times(p: RuleParts, second_of_day: int) -> tuple[time, ...]:
-    """The candidates of the sub-daily period starting at ``second_of_day``, BYSETPOS applied."""
-    hour, rest = divmod(second_of_day, 3600)
-    minute, second = divmod(rest, 60)
+@functools.lru_cache(maxsize=128)
+def _period_pattern(p: RuleParts) -> tuple[int, ...]:
+    """Where in each sub-daily period its candidates fall, in seconds from the period's start
+    (the same for every period), BYSETPOS applied: BYMINUTE x BYSECOND for HOURLY, BYSECOND for
+    MINUTELY, the second itself for SECONDLY."""
     if p.freq == HOURLY:
-        times = tuple(time(hour, m, s) for m in p.byminute for s in p.bysecond)
+        offsets = tuple(m * 60 + s for m in p.byminute for s in p.bysecond)
     elif p.freq == MINUTELY:
-        times = tuple(time(hour, minute, s) for s in p.bysecond)
+        offsets = p.bysecond
     else:
-        times = (time(hour, minute, second),)
+        offsets = (0,)
     if p.bysetpos:
-        times = tuple(times[i] for i in _positions(p.bysetpos, len(times)))
-    return times
+        offsets = tuple(offsets[i] for i in _positions(p.bysetpos, len(offsets)))
+    return offsets
 
 
-@functools.lru_cache(maxsize=256)
-def _allowed_periods(p: RuleParts) -> tuple[tuple[int, ...], frozenset[int]]:
-    """Seconds of the day at which a period the BYHOUR/BYMINUTE/BYSECOND parts allow starts."""
-    if p.freq == HOURLY:
-        starts = {h * 3600 for h in p.byhour or range(24)}
-    elif p.freq == MINUTELY:
-        starts = {h * 3600 + m * 60 for h in p.byhour or range(24) for m in p.byminute or range(60)}
-    else:
-        starts = {
-            h * 3600 + m * 60 + s
-            for h in p.byhour or range(24)
-            for m in p.byminute or range(60)
-            for s in p.bysecond or range(60)
-        }
-    return tuple(sorted(starts)), frozenset(starts)
+def _period_walls(
+    day: date, period_start: int, pattern: tuple[int, ...], lower: datetime
+) -> Iterator[datetime]:
+    """The candidates of the period starting ``period_start`` seconds into ``day`` that are at
+    or after ``lower``."""
+    first = 0
+    if day == lower.date():
+        lower_second = lower.hour * 3600 + lower.minute * 60 + lower.second
+        lower_second += 1 if lower.microsecond else 0
+        first = bisect_left(pattern, lower_second - period_start)
+    for offset in islice(pattern, first, None):
+        hour, rest = divmod(period_start + offset, 3600)
+        yield datetime.combine(day, time(hour, *divmod(rest, 60)))
+
+
+class _AllowedPeriods:
+    """The seconds of the day at which a period that BYHOUR/BYMINUTE/BYSECOND allow starts,
+    without listing them (a SECONDLY rule may allow all 86400)."""
+
+    def __init__(self, p: RuleParts) -> None:
+        every = range(60)
+        self.hours = tuple(p.byhour or range(24))
+        self.minutes = tuple(p.byminute or every) if p.freq >= MINUTELY else (0,)
+        self.seconds = tuple(p.bysecond or every) if p.freq == SECONDLY else (0,)
+        self._sets = (frozenset(self.hours), frozenset(self.minutes), frozenset(self.seconds))
+        self.count = len(self.hours) * len(self.minutes) * len(self.seconds)
+
+    def contains(self, second_of_day: int) -> bool:
+        hour, rest = divmod(second_of_day, 3600)
+        minute, second = divmod(rest, 60)
+        hours, minutes, seconds = self._sets
+        return hour in hours and minute in minutes and second in seconds
+
+    def starting_at(self, first: int) -> Iterator[int]:
+        """The allowed period starts at or after ``first``, in order."""
+        for hour in self.hours:
+            for minute in self.minutes:
+                base = hour * 3600 + minute * 60
+                if base + 59 < first:
+                    continue
+                for second in self.seconds:
+                    if base + second >= first:
+                        yield base + second
 
 
 def _epoch_seconds(value: datetime) -> int:

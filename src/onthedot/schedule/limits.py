@@ -4,7 +4,8 @@ A schedule is user input that turns into CPU time: python-dateutil and cronsim l
 occurrence by walking the calendar. Three things keep that bounded:
 
 * **caps** on the size of a schedule, checked while it is read (:data:`MAX_RULES` RRULE lines,
-  :data:`MAX_DATES` RDATE and EXDATE values each, COUNTs adding up to :data:`MAX_COUNT_TOTAL`);
+  :data:`MAX_DATES` RDATE and EXDATE values each, COUNTs adding up to :data:`MAX_COUNT_TOTAL`,
+  :data:`MAX_TIMES_OF_DAY` times of day in a DAILY or longer rule);
 * a **search horizon** (``onthedot.schedule.expand``): no lookup walks further than 50 years
   (or 60 INTERVAL periods) past the previous occurrence, so every lookup of every schedule,
   stored ones included, is bounded by construction;
@@ -37,6 +38,7 @@ T = TypeVar("T")
 MAX_RULES = 10  # RRULE lines in one schedule
 MAX_DATES = 1000  # RDATE values, and separately EXDATE values, in one schedule
 MAX_COUNT_TOTAL = 100_000  # COUNT values of all rules together: COUNT is expanded when compiled
+MAX_TIMES_OF_DAY = 1440  # BYHOUR x BYMINUTE x BYSECOND of a DAILY or longer rule: one a minute
 VALIDATION_SECONDS = 0.5  # time (monotonic clock) one schedule's validation may take
 INLINE_SECONDS = 0.005  # CPU time tried on the caller's thread (the event loop) before the pool
 SCHEDULE_THREADS = 1  # heavy validations run one at a time: at most one core, never the loop
@@ -45,8 +47,9 @@ _CHECK_EVERY = 8  # budget checks between two reads of the clock
 SCHEDULE_FIELD = "job_params.schedule"
 LIMITS_EXPECTED = (
     f"a simpler schedule: at most {MAX_RULES} RRULE lines, {MAX_DATES} RDATE values, "
-    f"{MAX_DATES} EXDATE values and COUNTs adding up to {MAX_COUNT_TOTAL}, that can be checked "
-    f"within {VALIDATION_SECONDS:g} s (fewer rules, fewer BYxxx combinations, a shorter COUNT)"
+    f"{MAX_DATES} EXDATE values, COUNTs adding up to {MAX_COUNT_TOTAL} and {MAX_TIMES_OF_DAY} "
+    "times of day per DAILY or longer rule, that can be checked within "
+    f"{VALIDATION_SECONDS:g} s (fewer rules, fewer BYxxx combinations, a shorter COUNT)"
 )
 
 

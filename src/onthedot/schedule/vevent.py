@@ -8,12 +8,27 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
+from dateutil.rrule import DAILY
+
 from onthedot.schedule.base import WallClockSchedule
 from onthedot.schedule.expand import check_can_occur, expand_count, rule_walls_after
 from onthedot.schedule.ical import CalDateTime, invalid, parse_calendar_text
-from onthedot.schedule.limits import MAX_COUNT_TOTAL, SCHEDULE_FIELD, current_budget, too_complex
+from onthedot.schedule.limits import (
+    MAX_COUNT_TOTAL,
+    MAX_TIMES_OF_DAY,
+    SCHEDULE_FIELD,
+    current_budget,
+    too_complex,
+)
 from onthedot.schedule.local import load_timezone, resolve_local, wall_time
-from onthedot.schedule.rrule import RRULE_EXPECTED, RuleSpec, build_rrule, make_spec, parse_rule
+from onthedot.schedule.rrule import (
+    RRULE_EXPECTED,
+    RuleParts,
+    RuleSpec,
+    build_rrule,
+    make_spec,
+    parse_rule,
+)
 
 
 class RRuleSchedule(WallClockSchedule):
@@ -73,6 +88,7 @@ def compile_rrule(text: str, tz: ZoneInfo, anchor_wall: datetime) -> RRuleSchedu
     specs: list[RuleSpec] = []
     for value, parts in rules:
         spec = make_spec(parts, dtstart, event_tz)
+        _check_times_of_day(spec.parts)
         try:
             build_rrule(spec, dtstart)  # dateutil's own checks (e.g. empty BYHOUR sets)
             check_can_occur(spec)
@@ -87,6 +103,19 @@ def compile_rrule(text: str, tz: ZoneInfo, anchor_wall: datetime) -> RRuleSchedu
     ]
     exdate_days = [item.value.date() for item in cal.exdates if item.is_date]
     return RRuleSchedule(event_tz, specs, rdates=rdates, exdates=exdates, exdate_days=exdate_days)
+
+
+def _check_times_of_day(parts: RuleParts) -> None:
+    # Every time of day is listed (and sorted) when a DAILY or longer rule is expanded; more
+    # than one a minute is what MINUTELY and SECONDLY rules are for.
+    if parts.freq > DAILY:
+        return
+    times = len(parts.byhour) * len(parts.byminute) * len(parts.bysecond)
+    if times > MAX_TIMES_OF_DAY:
+        raise too_complex(
+            f"the rule has {times} times of day (BYHOUR x BYMINUTE x BYSECOND); at most "
+            f"{MAX_TIMES_OF_DAY} - use FREQ=MINUTELY or FREQ=SECONDLY for more"
+        )
 
 
 def _event_start(

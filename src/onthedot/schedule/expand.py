@@ -163,11 +163,12 @@ def times_reachable(p: RuleParts, dtstart: datetime) -> bool:
     # step's greatest common divisor with a day.
     step = gcd(p.interval * unit, _DAY_SECONDS)
     base = (dtstart.hour * 3600 + dtstart.minute * 60 + dtstart.second) // unit * unit
+    allowed = _AllowedPeriods(p)
+    seconds = {second % step for second in allowed.seconds}
     return any(
-        ((h * 3600 + m * 60 + s) // unit * unit - base) % step == 0
-        for h in (p.byhour or range(24))
-        for m in (p.byminute or range(60))
-        for s in (p.bysecond or range(60))
+        (base - hour * 3600 - minute * 60) % step in seconds
+        for hour in allowed.hours
+        for minute in allowed.minutes
     )
 
 

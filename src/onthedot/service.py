@@ -36,7 +36,7 @@ from onthedot.domain.models import (
 )
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
-from onthedot.schedule import Schedule, compile_schedule, job_schedule
+from onthedot.schedule import Schedule, compile_schedule_async, job_next_after, job_schedule
 from onthedot.store.base import JobListQuery, JobSave, Store
 
 T = TypeVar("T")
@@ -107,7 +107,7 @@ class JobService:
                          idempotency_key: str | None = None) -> tuple[JobView, bool]:
         now = self.clock.now()
         spec = self._validated(spec)
-        schedule = self._compile(spec.params, anchor=now, now=now)
+        schedule = await self._compile(spec.params, anchor=now, now=now)
         first_at = self._first_occurrence(spec.params, schedule, now)
         job_id = new_ulid(now)
         job = Job(
@@ -176,7 +176,7 @@ class JobService:
                 return JobSave(job=updated)
             # A new schedule replaces the pending run (a finished one-time job comes back to
             # life); a paused job keeps it for its resume.
-            schedule = self._compile(spec.params, anchor=job.created_at, now=now)
+            schedule = await self._compile(spec.params, anchor=job.created_at, now=now)
             if job.status is JobStatus.PAUSED:
                 return JobSave(job=updated)
             first_at = self._first_occurrence(spec.params, schedule, now)
@@ -308,10 +308,11 @@ class JobService:
         return redriven
 
     # --- helpers -------------------------------------------------------------------------
-    def _compile(self, params: JobParams, *, anchor: datetime,
-                 now: datetime | None) -> Schedule:
-        return compile_schedule(params, anchor=anchor, now=now,
-                                min_interval_seconds=self.settings.min_interval)
+    async def _compile(self, params: JobParams, *, anchor: datetime,
+                       now: datetime | None) -> Schedule:
+        # Bounded, and off the event loop unless cheap (onthedot.schedule.limits).
+        return await compile_schedule_async(params, anchor=anchor, now=now,
+                                            min_interval_seconds=self.settings.min_interval)
 
     def _first_occurrence(self, params: JobParams, schedule: Schedule,
                           now: datetime) -> datetime:
@@ -332,7 +333,7 @@ class JobService:
         """Recurring: the next occurrence after now (missed ones are not made up). One-time and
         immediate: the original time again, so the misfire policy decides about lateness."""
         if job.params.type == "recurring":
-            return job_schedule(job).next_after(now)
+            return await job_next_after(job, now)
         runs = await self.store.runs_list(job.job_id, 50, None)
         scheduled = [r for r in runs if r.kind == "scheduled"]
         if job.params.type == "one-time":

@@ -224,6 +224,23 @@ async def test_non_finite_numbers_are_invalid_json(client: httpx.AsyncClient, ra
     await assert_nothing_stored(client)
 
 
+@pytest.mark.parametrize(("method", "body", "field"), [
+    ("PATCH", {"retry_policy": {"max_backoff_seconds": False}}, "retry_policy.max_backoff_seconds"),
+    ("PATCH", {"timeout_seconds": "60"}, "timeout_seconds"),
+    ("PATCH", {"retry_policy": {"max_attempts": 2.0}}, "retry_policy.max_attempts"),
+    ("POST", {"name": 7}, "name"),
+])
+async def test_a_value_of_the_wrong_json_type_is_not_converted(
+        client: httpx.AsyncClient, method: str, body: dict[str, Any], field: str) -> None:
+    """Found by schemathesis: false was read as 0.0, "60" as 60 (pydantic's lax mode)."""
+    job_id = (await client.post("/v1/jobs", json=job_body())).json()["job_id"]
+    if method == "POST":
+        response = await client.post("/v1/jobs", json={**job_body(), **body})
+    else:
+        response = await client.patch(f"/v1/jobs/{job_id}", json=body)
+    assert_problem(response, 422, "invalid_value", field)
+
+
 @pytest.mark.parametrize(("retry", "field"), [
     ({"backoff_seconds": 1e308, "max_backoff_seconds": 1e308}, "retry_policy.backoff_seconds"),
     ({"max_backoff_seconds": 86_401}, "retry_policy.max_backoff_seconds"),

@@ -21,7 +21,9 @@ UserJobStatus = Literal["scheduled", "running", "completed", "failed", "paused",
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a JSON value of the wrong type is refused, not converted (false is not 0.0, "60"
+    # is not 60): what the OpenAPI document says is what is accepted.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ActionIn(BaseModel):
@@ -74,7 +76,7 @@ class RetryPolicyIn(_Request):
 
 
 class JobCreate(_Request):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
         "name": "morning news",
         "action": {"type": "message", "text": "summarize the financial news"},
         "job_params": {"type": "recurring", "schedule": "0 8 * * *",

@@ -23,7 +23,7 @@ router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS, route_class=StrictJs
 
 
 class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
         {"message": "每天早上八點幫我總結財經新聞", "timezone": "Asia/Taipei"},
         {"message": "remind me to call mom tomorrow at 3pm", "dry_run": True}]})
 

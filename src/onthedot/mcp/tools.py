@@ -25,7 +25,7 @@ from onthedot.api.models import JobOut, RunOut
 from onthedot.domain.errors import OnTheDotError, ParseError
 from onthedot.domain.models import JobParams
 from onthedot.mcp.registry import Caller, ToolDef, ToolError, ToolRegistry
-from onthedot.schedule import compile_schedule
+from onthedot.schedule import compile_schedule, run_bounded
 from onthedot.schedule.local import load_timezone
 from onthedot.service import JobPatch, JobSpec, JobView
 
@@ -214,15 +214,21 @@ def _utc(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _preview_runs(spec: JobSpec, caller: Caller, now: datetime) -> list[str]:
-    """The next fire times a dry run reports; the schedule is checked as on creation."""
+async def _preview_runs(spec: JobSpec, caller: Caller, now: datetime) -> list[str]:
+    """The next fire times a dry run reports; the schedule is checked as on creation (bounded,
+    off the event loop unless cheap)."""
     caller.service.actions.validate(spec.action)
     if spec.params.type == "immediate":
         return [_utc(now)]
-    schedule = compile_schedule(spec.params, anchor=now, now=now,
-                                min_interval_seconds=caller.service.settings.min_interval)
+    min_interval = caller.service.settings.min_interval
     start = datetime.min.replace(tzinfo=UTC) if spec.params.type == "one-time" else now
-    return [_utc(t) for t in schedule.upcoming(start, 3)]
+
+    def preview() -> list[datetime]:
+        schedule = compile_schedule(spec.params, anchor=now, now=now,
+                                    min_interval_seconds=min_interval)
+        return schedule.upcoming(start, 3)
+
+    return [_utc(t) for t in await run_bounded(preview)]
 
 
 # --- handlers ----------------------------------------------------------------------------
@@ -243,7 +249,7 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         "job_params": understood.job_params.to_dict()}}
     if caller.dry_run:
         try:
-            runs = _preview_runs(spec, caller, now)
+            runs = await _preview_runs(spec, caller, now)
         except OnTheDotError as exc:
             _remapped(exc, fields)
             raise

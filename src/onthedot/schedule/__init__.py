@@ -18,7 +18,7 @@ Accepted forms (``JobParams.type``):
   - a VEVENT block (``BEGIN:VEVENT`` ... ``END:VEVENT``, on several lines or on one) or bare
     ``DTSTART:...`` / ``RRULE:...`` lines. COUNT, UNTIL, EXDATE and RDATE are honoured. A TZID on
     DTSTART overrides ``timezone``; a UTC DTSTART (``...Z``) makes the rule run in UTC, as RFC
-    5545 says. Rules are expanded by python-dateutil over naive wall times.
+    5545 says. Rules are expanded over naive wall times with bounded work (``expand``).
 
 DST policy - one rule for cron, RRULE and local one-time times. Every form first produces naive
 wall times in its zone, then :func:`resolve_local` turns each into an instant:
@@ -39,15 +39,35 @@ A zone that skips a whole day (Pacific/Apia skipped 2011-12-30) is no exception:
 day's wall times all fire at the first instant after the gap (00:00 on 2011-12-31).
 
 A deployment-wide minimum interval (``min_interval_seconds``) is enforced on the gaps between the
-first 200 occurrences after the job's creation, measured on the schedule's wall clock.
+first 200 occurrences after the job's creation (within 50 years), measured on the schedule's wall
+clock.
+
+No schedule can cost much: sizes are capped, every lookup stops at a search horizon, and
+validation runs under a time budget, inline when cheap and in a worker thread otherwise
+(``limits``).
 
 Errors are :class:`onthedot.domain.errors.ScheduleError` with codes ``missing_field``,
 ``invalid_time``, ``invalid_schedule``, ``unknown_timezone``, ``schedule_too_frequent``,
-``time_in_past``, ``no_future_occurrence`` and ``invalid_value`` (unknown job type).
+``schedule_too_complex``, ``time_in_past``, ``no_future_occurrence`` and ``invalid_value``
+(unknown job type).
 """
 
 from onthedot.schedule.base import Schedule
-from onthedot.schedule.compiler import compile_schedule, job_schedule
+from onthedot.schedule.compiler import (
+    compile_schedule,
+    compile_schedule_async,
+    job_next_after,
+    job_schedule,
+)
+from onthedot.schedule.limits import run_bounded
 from onthedot.schedule.local import resolve_local
 
-__all__ = ["Schedule", "compile_schedule", "job_schedule", "resolve_local"]
+__all__ = [
+    "Schedule",
+    "compile_schedule",
+    "compile_schedule_async",
+    "job_next_after",
+    "job_schedule",
+    "resolve_local",
+    "run_bounded",
+]

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 from onthedot.schedule.local import require_aware, resolve_local, wall_time
 
 _ONE_MICROSECOND = timedelta(microseconds=1)
+_REMEMBERED = 16  # answers of next_after a compiled (shared, cached) schedule keeps
 # Callers ask for "the first occurrence ever" with datetime.min; no wall clock can show a time
 # before this one (UTC offsets are under a day), so starting here never overflows.
 _EARLIEST = datetime(1, 1, 3, tzinfo=UTC)
@@ -65,6 +66,9 @@ class WallClockSchedule(ABC):
 
     def __init__(self, tz: ZoneInfo) -> None:
         self.tz = tz
+        # Validation asks for the first occurrence after now (off the event loop, under a
+        # budget); the service then asks the same question of the same cached object.
+        self._recent: dict[datetime, datetime | None] = {}
 
     @abstractmethod
     def walls_after(self, wall: datetime) -> Iterator[datetime]:
@@ -85,7 +89,16 @@ class WallClockSchedule(ABC):
             return
 
     def next_after(self, after: datetime) -> datetime | None:
-        return next(self.instants_after(after), None)
+        key = require_aware(after, "after")
+        try:  # one atomic read: another thread may clear the dict at any time
+            return self._recent[key]
+        except KeyError:
+            pass
+        found = next(self.instants_after(key), None)
+        if len(self._recent) >= _REMEMBERED:
+            self._recent.clear()
+        self._recent[key] = found
+        return found
 
     def next_at_or_after(self, t: datetime) -> datetime | None:
         return self.next_after(require_aware(t, "t") - _ONE_MICROSECOND)

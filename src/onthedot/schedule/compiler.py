@@ -1,4 +1,10 @@
-"""``compile_schedule``: validate a job's ``JobParams`` and build its ``Schedule``."""
+"""``compile_schedule``: validate a job's ``JobParams`` and build its ``Schedule``.
+
+Validation is bounded (``onthedot.schedule.limits``): :func:`compile_schedule` runs under a
+budget of ``VALIDATION_SECONDS`` and :func:`compile_schedule_async` additionally keeps the work
+off the event loop unless it is cheap. :func:`job_schedule` compiles a stored job's schedule
+without a deadline; its lookups are bounded by the search horizon.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +13,25 @@ from datetime import datetime, time, timedelta
 from itertools import islice, pairwise
 from zoneinfo import ZoneInfo
 
+from dateutil.rrule import DAILY
+
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.models import Job, JobParams
 from onthedot.schedule.base import NoOccurrences, Schedule, WallClockSchedule
 from onthedot.schedule.cron import CRON_EXPECTED, CronSchedule, looks_like_cron
-from onthedot.schedule.ical import SCHEDULE_FIELD, looks_like_calendar
+from onthedot.schedule.expand import HORIZON_YEARS
+from onthedot.schedule.ical import looks_like_calendar
+from onthedot.schedule.limits import (
+    SCHEDULE_FIELD,
+    VALIDATION_SECONDS,
+    active_budget,
+    budget,
+    run_bounded,
+)
 from onthedot.schedule.local import load_timezone, require_aware, wall_time
 from onthedot.schedule.oneshot import TIME_EXPECTED, TIME_FIELD, OneTimeSchedule, parse_one_time
-from onthedot.schedule.rrule import RRULE_EXPECTED, compile_rrule
+from onthedot.schedule.rrule import RRULE_EXPECTED, times_of_day
+from onthedot.schedule.vevent import RRuleSchedule, compile_rrule
 
 TYPE_FIELD = "job_params.type"
 TIMEZONE_FIELD = "job_params.timezone"
@@ -22,7 +39,8 @@ SCHEDULE_EXPECTED = (
     f"{CRON_EXPECTED}; or {RRULE_EXPECTED}; or a VEVENT block "
     '"BEGIN:VEVENT DTSTART;TZID=Asia/Taipei:20260622T080000 RRULE:FREQ=DAILY END:VEVENT"'
 )
-FREQUENCY_SAMPLE = 200  # gaps are checked between this many occurrences after the anchor
+FREQUENCY_SAMPLE = 200  # gaps are checked between this many occurrences after the anchor...
+FREQUENCY_SAMPLE_YEARS = HORIZON_YEARS  # ...that come within this many years of it
 
 
 def compile_schedule(
@@ -43,8 +61,47 @@ def compile_schedule(
 
     Compiled schedules are immutable and cached by (params, anchor, minimum interval): the service
     compiles the same job again for each occurrence.
+
+    The work runs under the active budget, or under a new one of ``VALIDATION_SECONDS``; a
+    schedule that needs more is refused with ``schedule_too_complex``.
     """
     anchor = require_aware(anchor, "anchor")
+    if active_budget() is None:
+        with budget(VALIDATION_SECONDS):
+            return _validated(params, anchor, now, min_interval_seconds, past_grace_seconds)
+    return _validated(params, anchor, now, min_interval_seconds, past_grace_seconds)
+
+
+async def compile_schedule_async(
+    params: JobParams,
+    *,
+    anchor: datetime,
+    now: datetime | None = None,
+    min_interval_seconds: float = 60.0,
+    past_grace_seconds: float = 60.0,
+) -> Schedule:
+    """:func:`compile_schedule` for the event loop: cheap schedules (ordinary cron expressions
+    and rules) compile inline, anything else in the schedule thread (see ``limits``)."""
+
+    def compile_it() -> Schedule:
+        return compile_schedule(
+            params,
+            anchor=anchor,
+            now=now,
+            min_interval_seconds=min_interval_seconds,
+            past_grace_seconds=past_grace_seconds,
+        )
+
+    return await run_bounded(compile_it)
+
+
+def _validated(
+    params: JobParams,
+    anchor: datetime,
+    now: datetime | None,
+    min_interval_seconds: float,
+    past_grace_seconds: float,
+) -> Schedule:
     schedule = _compile(params, anchor, float(min_interval_seconds))
     if now is not None:
         _check_against_now(params, schedule, require_aware(now, "now"), past_grace_seconds)
@@ -112,14 +169,21 @@ def _check_min_interval(schedule: WallClockSchedule, start: datetime, minimum: f
         return
     if isinstance(schedule, CronSchedule) and _cron_settled_by_fields(schedule, minimum):
         return
+    if isinstance(schedule, RRuleSchedule) and _rule_settled_by_times(schedule, minimum):
+        return
     previous: datetime | None = None
-    try:
+    end = _years_later(start, FREQUENCY_SAMPLE_YEARS)
+    try:  # walls_after checks the budget at every step
         for wall in islice(schedule.walls_after(start), FREQUENCY_SAMPLE + 1):
+            if wall > end:
+                break
             if previous is not None:
                 gap = (wall - previous).total_seconds()
                 if gap < minimum:
                     raise _too_frequent(gap, previous.isoformat(), wall.isoformat(), minimum)
             previous = wall
+    except OverflowError:  # reached year 9999
+        pass
     except ValueError as exc:  # dateutil reports some impossible rules only while expanding
         raise ScheduleError(
             f"the schedule cannot be expanded: {exc}",
@@ -147,6 +211,35 @@ def _cron_settled_by_fields(schedule: CronSchedule, minimum: float) -> bool:
     return 86400 - _seconds(times[-1]) + _seconds(times[0]) >= minimum
 
 
+def _rule_settled_by_times(schedule: RRuleSchedule, minimum: float) -> bool:
+    """Check the gaps of one DAILY (or longer) rule from its times of day alone; False when that
+    cannot tell. Each of its occurrences falls on another day or at another of these times."""
+    if len(schedule.rules) != 1 or schedule.rdates:
+        return False
+    spec = schedule.rules[0]
+    parts = spec.parts
+    if parts.freq > DAILY:  # HOURLY and shorter: the times are not a fixed set per day
+        return False
+    times = times_of_day(parts)
+    gaps = [_seconds(b) - _seconds(a) for a, b in pairwise(times)]
+    across_days = 86400 - _seconds(times[-1]) + _seconds(times[0])
+    if min(gaps, default=across_days) >= minimum and across_days >= minimum:
+        return True
+    if not parts.bysetpos and spec.until_wall is None and spec.until_instant is None:
+        # Every time of every matching day fires, and such days never run out: the gap is real.
+        for (a, b), gap in zip(pairwise(times), gaps, strict=True):
+            if gap < minimum:
+                raise _too_frequent(gap, a.isoformat(), b.isoformat(), minimum)
+    return False
+
+
+def _years_later(value: datetime, years: int) -> datetime:
+    try:
+        return value.replace(year=value.year + years, day=min(value.day, 28))
+    except ValueError:  # past year 9999
+        return datetime.max
+
+
 def _seconds(t: time) -> int:
     return t.hour * 3600 + t.minute * 60 + t.second
 
@@ -172,7 +265,7 @@ def _check_against_now(
                 field=TIME_FIELD,
                 expected=f"a time after {now.isoformat()}",
             )
-    elif params.type == "recurring" and schedule.next_after(now) is None:
+    elif params.type == "recurring" and schedule.next_at_or_after(now) is None:
         raise ScheduleError(
             f"the schedule has no occurrence after {now.isoformat()}",
             code="no_future_occurrence",
@@ -183,5 +276,13 @@ def _check_against_now(
 
 def job_schedule(job: Job) -> Schedule:
     """The schedule of a stored job. Its limits (minimum interval, a future occurrence) were
-    checked when it was created or changed; they are not checked again for every occurrence."""
-    return compile_schedule(job.params, anchor=job.created_at, min_interval_seconds=0)
+    checked when it was created or changed; they are not checked again for every occurrence,
+    and no deadline applies: an accepted schedule keeps firing. Each lookup is bounded by the
+    search horizon."""
+    return _compile(job.params, require_aware(job.created_at, "created_at"), 0.0)
+
+
+async def job_next_after(job: Job, after: datetime) -> datetime | None:
+    """The stored job's first occurrence after ``after``, computed off the event loop when it
+    is not cheap (the horizon bounds it; there is no deadline)."""
+    return await run_bounded(lambda: job_schedule(job).next_after(after), seconds=None)

@@ -25,6 +25,7 @@ from cronsim import CronSim, CronSimError
 
 from onthedot.domain.errors import ScheduleError
 from onthedot.schedule.base import WallClockSchedule
+from onthedot.schedule.limits import current_budget
 
 # The usual cron shorthands; "@reboot" has no meaning for a service and is rejected.
 CRON_MACROS = {
@@ -94,11 +95,14 @@ class CronSchedule(WallClockSchedule):
     def walls_after(self, wall: datetime) -> Iterator[datetime]:
         # A naive start makes cronsim tick the wall clock itself, with no DST adjustment.
         it = CronSim(self.expr, wall)
+        budget = current_budget()
         while True:
+            budget.check()
             try:
                 yield next(it)
             except (StopIteration, OverflowError):
-                # cronsim gives up after 50 years without a match; OverflowError is year 9999.
+                # cronsim gives up after 50 years without a match (the horizon of RRULEs too);
+                # OverflowError is year 9999.
                 return
 
     def __repr__(self) -> str:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from onthedot.domain.errors import ScheduleError
-
-SCHEDULE_FIELD = "job_params.schedule"
+from onthedot.schedule.limits import MAX_DATES, MAX_RULES, SCHEDULE_FIELD, too_complex
 
 VEVENT_EXAMPLE = (
     "BEGIN:VEVENT\\nDTSTART;TZID=Asia/Taipei:20260622T080000\\n"
@@ -99,13 +98,16 @@ def parse_calendar_text(text: str) -> CalendarText:
             result.dtstart = parse_cal_datetime(value, params, what="DTSTART")
         elif name == "RRULE":
             result.rrules.append(value)
+            if len(result.rrules) > MAX_RULES:
+                raise too_complex(f"a schedule holds at most {MAX_RULES} RRULE lines")
         elif name in ("RDATE", "EXDATE"):
             if params.get("VALUE") == "PERIOD":
                 raise invalid(f"{name} periods are not supported; list start times instead")
             target = result.rdates if name == "RDATE" else result.exdates
-            target.extend(
-                parse_cal_datetime(item, params, what=name) for item in value.split(",") if item
-            )
+            items = [item for item in value.split(",") if item]
+            if len(target) + len(items) > MAX_DATES:
+                raise too_complex(f"a schedule holds at most {MAX_DATES} {name} values")
+            target.extend(parse_cal_datetime(item, params, what=name) for item in items)
         elif name == "EXRULE":
             raise invalid("EXRULE is not supported (RFC 5545 deprecated it); use EXDATE")
     if not result.rrules and not result.rdates:

@@ -41,9 +41,17 @@ def parse_one_time(text: str, tz: ZoneInfo) -> datetime:
             field=TIME_FIELD,
             expected=TIME_EXPECTED,
         ) from exc
-    if parsed.tzinfo is None:
-        return resolve_local(parsed, tz)
-    return parsed.astimezone(UTC)
+    try:
+        if parsed.tzinfo is None:
+            return resolve_local(parsed, tz)
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:  # 9999-12-31T23:59:59-14:00 is in year 10000 in UTC
+        raise ScheduleError(
+            f"{text!r} is outside the supported range (years 1 to 9999 in UTC)",
+            code="invalid_time",
+            field=TIME_FIELD,
+            expected=TIME_EXPECTED,
+        ) from exc
 
 
 class OneTimeSchedule:

@@ -1,30 +1,20 @@
-"""RFC 5545 recurrence rules, expanded by python-dateutil over naive wall times.
+"""RFC 5545 recurrence rules: reading an RRULE value and making its defaults explicit.
 
-dateutil's ``rrule.after()`` walks the recurrence from DTSTART every time, so a job created years
-ago would pay for every past occurrence on each lookup. Instead each rule is first made explicit
-(every default that RFC 5545 derives from DTSTART - BYHOUR, BYMINUTE, BYSECOND, BYDAY for weekly,
-BYMONTHDAY for monthly and yearly - is written out) and COUNT is replaced by the UNTIL it implies.
-Such a rule depends on its DTSTART only through the *phase* of INTERVAL, so a lookup can start the
-expansion at the beginning of the latest period, aligned with INTERVAL, that does not follow the
-lookup point. The re-based rules are cached, keyed by that period start.
-
-dateutil keeps looking for a match until year 9999 when a rule matches nothing (for example
-``FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30`` spins for seconds). Compilation therefore refuses a rule
-that cannot match within 50 years, using a conservative day-by-day check, and a BYSETPOS that
-can never select anything.
+A rule is read into :class:`RuleParts` (refusing what RFC 5545 forbids, which dateutil would
+quietly reinterpret) and then into a :class:`RuleSpec`: every default that RFC 5545 derives from
+DTSTART - BYHOUR, BYMINUTE, BYSECOND, BYDAY for weekly, BYMONTHDAY for monthly and yearly - is
+written out, so the rule depends on DTSTART only through the phase of INTERVAL. Expanding a spec
+with bounded work is ``onthedot.schedule.expand``'s job; this module also states the facts about
+the parts that expansion relies on (:func:`times_of_day`, :func:`max_per_period`,
+:func:`day_may_match`).
 """
 
 from __future__ import annotations
 
 import calendar
 import functools
-import heapq
-from bisect import bisect_right
-from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import MAXYEAR, UTC, date, datetime, time, timedelta
-from itertools import count as counter
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -47,15 +37,8 @@ from dateutil.rrule import (
     weekday,
 )
 
-from onthedot.schedule.base import WallClockSchedule
-from onthedot.schedule.ical import (
-    SCHEDULE_FIELD,
-    CalDateTime,
-    invalid,
-    parse_cal_datetime,
-    parse_calendar_text,
-)
-from onthedot.schedule.local import load_timezone, resolve_local, wall_time
+from onthedot.schedule.ical import CalDateTime, invalid, parse_cal_datetime
+from onthedot.schedule.local import wall_time
 
 Freq = Literal[0, 1, 2, 3, 4, 5, 6]
 
@@ -72,9 +55,6 @@ WEEKDAY_NAMES = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 _WEEKDAYS: tuple[weekday, ...] = (MO, TU, WE, TH, FR, SA, SU)
 
 MAX_COUNT = 100_000  # COUNT is expanded once at compile time; this bounds that work
-HORIZON_YEARS = 50  # a rule with no match this far ahead is treated as never matching
-_MIN_PERIODS = 60  # ...but always look at least this many INTERVAL steps ahead
-_UNIT_SECONDS = {HOURLY: 3600, MINUTELY: 60, SECONDLY: 1}
 
 RRULE_EXPECTED = (
     'an RFC 5545 rule such as "RRULE:FREQ=WEEKLY;BYDAY=MO,WE,FR;BYHOUR=8;BYMINUTE=0" '
@@ -232,6 +212,12 @@ def _check_rfc_combinations(parts: RuleParts) -> None:
             "numbered BYDAY items (like 1MO) need FREQ=MONTHLY or FREQ=YEARLY without BYWEEKNO",
             RRULE_EXPECTED,
         )
+    if (freq == MONTHLY or parts.bymonth) and any(abs(n) > 5 for _, n in parts.byweekday):
+        # Counted within a month there is no sixth Monday (dateutil fails on such numbers).
+        raise invalid(
+            "numbered BYDAY items count within a month here: at most 5 (like 5FR or -5MO)",
+            "BYDAY like 1MO or -1FR, numbered -5 to 5 with FREQ=MONTHLY or BYMONTH",
+        )
 
 
 def make_spec(parts: RuleParts, dtstart: datetime, tz: ZoneInfo) -> RuleSpec:
@@ -262,13 +248,20 @@ def make_spec(parts: RuleParts, dtstart: datetime, tz: ZoneInfo) -> RuleSpec:
         if until.is_utc:
             until_instant = until.value.replace(tzinfo=UTC)
             # Loose wall bound so dateutil stops; no DST shift is larger than a day.
-            until_wall = _add_days(wall_time(until_instant, tz), 2)
+            until_wall = _add_days(_wall_or_max(until_instant, tz), 2)
         elif until.is_date:
             # A date means "up to and including that day", whatever the time of day of DTSTART.
             until_wall = datetime.combine(until.value.date(), time(23, 59, 59))
         else:
             until_wall = until.value
     return RuleSpec(explicit, dtstart, until_wall=until_wall, until_instant=until_instant)
+
+
+def _wall_or_max(instant: datetime, tz: ZoneInfo) -> datetime:
+    try:
+        return wall_time(instant, tz)
+    except OverflowError:  # an UNTIL in year 9999 that is year 10000 on this zone's clocks
+        return datetime.max
 
 
 def _add_days(value: datetime, days: int) -> datetime:
@@ -278,17 +271,17 @@ def _add_days(value: datetime, days: int) -> datetime:
         return datetime.max
 
 
-def build_rrule(spec: RuleSpec, start: datetime, *, count: int | None = None) -> rrule:
-    """The dateutil rule for ``spec`` expanded from ``start`` (DTSTART or a period start)."""
+def build_rrule(spec: RuleSpec, start: datetime, *, interval: int | None = None) -> rrule:
+    """The dateutil rule for ``spec`` expanded from ``start`` (DTSTART, the start of a period
+    the rule visits, or a point inside one); ``interval`` overrides the rule's INTERVAL."""
     p = spec.parts
     byweekday = [_WEEKDAYS[wd](n) if n else _WEEKDAYS[wd] for wd, n in p.byweekday]
     return rrule(
         p.freq,
         dtstart=start,
-        interval=p.interval,
+        interval=interval or p.interval,
         wkst=p.wkst,
-        count=count,
-        until=None if count is not None else spec.until_wall,
+        until=spec.until_wall,
         bysetpos=p.bysetpos or None,
         bymonth=p.bymonth or None,
         bymonthday=p.bymonthday or None,
@@ -300,103 +293,16 @@ def build_rrule(spec: RuleSpec, start: datetime, *, count: int | None = None) ->
         bysecond=p.bysecond or None,
     )
 
-
-def expand_count(spec: RuleSpec) -> RuleSpec:
-    """Replace COUNT by the UNTIL it implies, so the rule can be re-based like any other."""
-    if spec.parts.count is None:
-        return spec
-    last = deque(build_rrule(spec, spec.dtstart, count=spec.parts.count), maxlen=1)
-    # No occurrence at all: an UNTIL before DTSTART keeps the rule empty.
-    until_wall = last[0] if last else spec.dtstart - timedelta(seconds=1)
-    return replace(spec, parts=replace(spec.parts, count=None), until_wall=until_wall)
+@functools.lru_cache(maxsize=1024)
+def times_of_day(p: RuleParts) -> tuple[time, ...]:
+    """The sorted times of day of a rule whose BYHOUR, BYMINUTE and BYSECOND are explicit."""
+    return tuple(
+        sorted(time(h, m, s) for h in p.byhour for m in p.byminute for s in p.bysecond)
+    )
 
 
-# --- re-basing -----------------------------------------------------------------------------------
-
-
-def aligned_start(spec: RuleSpec, target: datetime) -> datetime:
-    """The start of the latest period at or before ``target`` that the rule visits (its index
-    from DTSTART's period is a multiple of INTERVAL); DTSTART itself when that is DTSTART's
-    period. Expanding from there yields exactly the rule's occurrences from that point on."""
-    p = spec.parts
-    k = p.interval
-    origin = spec.dtstart
-    if target <= origin:
-        return origin
-    try:
-        if p.freq == YEARLY:
-            steps = (target.year - origin.year) // k
-            start = datetime(origin.year + steps * k, 1, 1)
-        elif p.freq == MONTHLY:
-            months = (target.year - origin.year) * 12 + target.month - origin.month
-            year, month0 = divmod(origin.year * 12 + origin.month - 1 + months // k * k, 12)
-            start = datetime(year, month0 + 1, 1)
-        elif p.freq == WEEKLY:
-            week0 = _week_start(origin.date(), p.wkst)
-            weeks = (_week_start(target.date(), p.wkst) - week0).days // 7
-            start = datetime.combine(week0 + timedelta(weeks=weeks // k * k), time())
-        elif p.freq == DAILY:
-            days = (target.date() - origin.date()).days
-            start = datetime.combine(origin.date() + timedelta(days=days // k * k), time())
-        else:
-            unit = _UNIT_SECONDS[p.freq]
-            floor = _floor(origin, unit)
-            steps = int((target - floor).total_seconds()) // unit // k
-            start = floor + timedelta(seconds=steps * k * unit)
-    except (OverflowError, ValueError):
-        return origin
-    return start if start > origin else origin
-
-
-def _week_start(day: date, wkst: int) -> date:
-    return day - timedelta(days=(day.weekday() - wkst) % 7)
-
-
-def _floor(value: datetime, unit: int) -> datetime:
-    if unit == 3600:
-        return value.replace(minute=0, second=0, microsecond=0)
-    if unit == 60:
-        return value.replace(second=0, microsecond=0)
-    return value.replace(microsecond=0)
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_rrule(spec: RuleSpec, start: datetime) -> rrule:
-    return build_rrule(spec, start)
-
-
-def rule_walls_after(spec: RuleSpec, tz: ZoneInfo, wall: datetime) -> Iterator[datetime]:
-    """Occurrences (naive wall times) of one rule strictly after ``wall``, increasing."""
-    for occurrence in _cached_rrule(spec, aligned_start(spec, wall)):
-        if occurrence <= wall:
-            continue
-        if spec.until_instant is not None and resolve_local(occurrence, tz) > spec.until_instant:
-            return
-        yield occurrence
-
-
-# --- "can this rule ever match?" -----------------------------------------------------------------
-
-
-def check_can_occur(spec: RuleSpec) -> None:
-    """Refuse a rule dateutil would search for until year 9999 (see the module docstring)."""
-    if spec.parts.bysetpos and min(abs(pos) for pos in spec.parts.bysetpos) > _max_per_period(
-        spec.parts
-    ):
-        raise invalid(
-            f"BYSETPOS={','.join(map(str, spec.parts.bysetpos))} can never select an occurrence: "
-            "each period has fewer candidates",
-            "BYSETPOS values no larger than the number of candidates per period",
-        )
-    if not _may_occur_within_horizon(spec):
-        raise invalid(
-            f"the rule never matches a real date within {HORIZON_YEARS} years "
-            "(for example BYMONTHDAY=30 never happens in February)",
-            "BYxxx parts that some real date satisfies",
-        )
-
-
-def _max_per_period(p: RuleParts) -> int:
+@functools.lru_cache(maxsize=1024)
+def max_per_period(p: RuleParts) -> int:
     """An upper bound of the candidates one period of the rule can hold (BYSETPOS picks among
     them). Only ever too large, never too small, so no valid rule is refused."""
     seconds = len(p.bysecond or range(60))
@@ -430,9 +336,10 @@ def _max_per_period(p: RuleParts) -> int:
     return days * times
 
 
-def _day_may_match(p: RuleParts, day: date) -> bool:
+def day_may_match(p: RuleParts, day: date) -> bool:
     """Day-level BYxxx filters, over-approximated: numbered weekdays count as plain weekdays and
-    BYWEEKNO/BYSETPOS are ignored, so this is True on every day the rule really matches."""
+    BYWEEKNO/BYSETPOS are ignored, so this is True on every day the rule really matches. Exact
+    for DAILY and shorter frequencies, which allow neither numbered weekdays nor BYWEEKNO."""
     if p.bymonth and day.month not in p.bymonth:
         return False
     if p.byweekday and day.weekday() not in {wd for wd, _ in p.byweekday}:
@@ -447,167 +354,3 @@ def _day_may_match(p: RuleParts, day: date) -> bool:
         if yday not in p.byyearday and yday - year_length - 1 not in p.byyearday:
             return False
     return True
-
-
-def _period_days(p: RuleParts, origin: datetime, j: int) -> list[date]:
-    """The days of the ``j``-th period the rule visits (period index ``j * INTERVAL``)."""
-    k = p.interval
-    if p.freq == YEARLY:
-        year = origin.year + j * k
-        first = date(year, 1, 1)
-        return [first + timedelta(days=i) for i in range(366 if calendar.isleap(year) else 365)]
-    if p.freq == MONTHLY:
-        year, month0 = divmod(origin.year * 12 + origin.month - 1 + j * k, 12)
-        length = calendar.monthrange(year, month0 + 1)[1]
-        return [date(year, month0 + 1, d) for d in range(1, length + 1)]
-    if p.freq == WEEKLY:
-        start = _week_start(origin.date(), p.wkst) + timedelta(weeks=j * k)
-        return [start + timedelta(days=i) for i in range(7)]
-    return [origin.date() + timedelta(days=j * k)]
-
-
-def _may_occur_within_horizon(spec: RuleSpec) -> bool:
-    p = spec.parts
-    origin = spec.dtstart
-    last_year = min(origin.year + HORIZON_YEARS, MAXYEAR)
-    if p.freq >= HOURLY:
-        return _sub_daily_may_occur(p, origin, last_year)
-    for j in counter():
-        try:
-            days = _period_days(p, origin, j)
-        except (OverflowError, ValueError):
-            return False
-        if days[0].year > last_year and j >= _MIN_PERIODS:
-            return False
-        if any(day >= origin.date() and _day_may_match(p, day) for day in days):
-            return True
-    return False  # pragma: no cover - the loop only ends by returning
-
-
-def _sub_daily_may_occur(p: RuleParts, origin: datetime, last_year: int) -> bool:
-    """HOURLY/MINUTELY/SECONDLY: a day may match when some allowed time of day on it is a
-    multiple of INTERVAL units away from DTSTART."""
-    unit = _UNIT_SECONDS[p.freq]
-    step = p.interval * unit
-    # The INTERVAL phase applies to the start of each hour/minute/second the rule visits.
-    seconds_of_day = {
-        (h * 3600 + m * 60 + s) // unit * unit
-        for h in (p.byhour or range(24))
-        for m in (p.byminute or range(60))
-        for s in (p.bysecond or range(60))
-    }
-    base = _floor(origin, unit)
-    base_abs = base.toordinal() * 86400 + base.hour * 3600 + base.minute * 60 + base.second
-    if step >= 86400:
-        # At most one visit a day: walk the visits themselves.
-        for j in counter():
-            visit = base_abs + j * step
-            try:
-                day = date.fromordinal(visit // 86400)
-            except (OverflowError, ValueError):
-                return False
-            if day.year > last_year and j >= _MIN_PERIODS:
-                return False
-            if visit % 86400 in seconds_of_day and _day_may_match(p, day):
-                return True
-    residues = {s % step for s in seconds_of_day}
-    day = origin.date()
-    while day.year <= last_year:
-        if (base_abs - day.toordinal() * 86400) % step in residues and _day_may_match(p, day):
-            return True
-        try:
-            day += timedelta(days=1)
-        except OverflowError:
-            return False
-    return False
-
-
-# --- the schedule --------------------------------------------------------------------------------
-
-
-class RRuleSchedule(WallClockSchedule):
-    """RRULEs plus RDATEs minus EXDATEs, as wall times in one timezone (RFC 5545 semantics)."""
-
-    def __init__(
-        self,
-        tz: ZoneInfo,
-        rules: Sequence[RuleSpec],
-        *,
-        rdates: Iterable[datetime] = (),
-        exdates: Iterable[datetime] = (),
-        exdate_days: Iterable[date] = (),
-    ) -> None:
-        super().__init__(tz)
-        self.rules = tuple(rules)
-        self.rdates = tuple(sorted(set(rdates)))
-        self.exdates = frozenset(exdates)
-        self.exdate_days = frozenset(exdate_days)
-
-    def walls_after(self, wall: datetime) -> Iterator[datetime]:
-        streams: list[Iterator[datetime]] = [
-            rule_walls_after(spec, self.tz, wall) for spec in self.rules
-        ]
-        if self.rdates:
-            streams.append(iter(self.rdates[bisect_right(self.rdates, wall) :]))
-        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams)
-        previous: datetime | None = None
-        for occurrence in merged:
-            if occurrence == previous:
-                continue
-            previous = occurrence
-            if occurrence in self.exdates or occurrence.date() in self.exdate_days:
-                continue
-            yield occurrence
-
-    def __repr__(self) -> str:
-        return f"RRuleSchedule(rules={len(self.rules)}, tz={self.tz.key!r})"
-
-
-def compile_rrule(text: str, tz: ZoneInfo, anchor_wall: datetime) -> RRuleSchedule:
-    """Compile a bare rule, VEVENT or DTSTART/RRULE text.
-
-    ``tz`` is the job's timezone and ``anchor_wall`` the job's creation time truncated to the
-    minute in it: the DTSTART used when the text has none, so one job always compiles alike.
-    """
-    cal = parse_calendar_text(text)
-    dtstart, event_tz = _event_start(cal.dtstart, tz, anchor_wall)
-    specs: list[RuleSpec] = []
-    for value in cal.rrules:
-        spec = make_spec(parse_rule(value), dtstart, event_tz)
-        try:
-            check_can_occur(spec)
-            specs.append(expand_count(spec))
-            build_rrule(specs[-1], dtstart)  # dateutil's own checks (e.g. empty BYHOUR sets)
-        except ValueError as exc:  # raised by dateutil itself
-            raise invalid(f"the rule {value!r} cannot be used: {exc}", RRULE_EXPECTED) from exc
-    rdates = [_to_event_wall(item, event_tz, dtstart) for item in cal.rdates]
-    exdates = [_to_event_wall(item, event_tz, dtstart) for item in cal.exdates if not item.is_date]
-    exdate_days = [item.value.date() for item in cal.exdates if item.is_date]
-    return RRuleSchedule(event_tz, specs, rdates=rdates, exdates=exdates, exdate_days=exdate_days)
-
-
-def _event_start(
-    dtstart: CalDateTime | None, tz: ZoneInfo, anchor_wall: datetime
-) -> tuple[datetime, ZoneInfo]:
-    """DTSTART as a wall time and the zone the rule runs in: a TZID overrides the job's zone and
-    a UTC DTSTART makes the rule run in UTC (RFC 5545)."""
-    if dtstart is None:
-        return anchor_wall, tz
-    if dtstart.is_utc:
-        return dtstart.value, ZoneInfo("UTC")
-    if dtstart.tzid is not None:
-        return dtstart.value, load_timezone(dtstart.tzid, field=SCHEDULE_FIELD)
-    return dtstart.value, tz
-
-
-def _to_event_wall(item: CalDateTime, event_tz: ZoneInfo, dtstart: datetime) -> datetime:
-    """An RDATE/EXDATE as a wall time of the event's zone, for matching against occurrences."""
-    if item.is_date:
-        return datetime.combine(item.value.date(), dtstart.time())
-    if item.is_utc:
-        return wall_time(item.value.replace(tzinfo=UTC), event_tz)
-    if item.tzid is not None:
-        zone = load_timezone(item.tzid, field=SCHEDULE_FIELD)
-        if zone.key != event_tz.key:
-            return wall_time(resolve_local(item.value, zone), event_tz)
-    return item.value

@@ -23,7 +23,7 @@ from datetime import datetime
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
 from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
-from onthedot.schedule import job_schedule
+from onthedot.schedule import job_next_after
 from onthedot.store.base import ApplyResult, EventApply, Store
 
 log = logging.getLogger("onthedot.recurring")
@@ -79,7 +79,7 @@ class RecurringWatcher:
         if job.params.type == "recurring":
             if job.status is not JobStatus.SCHEDULED:
                 return keep  # paused or deleted: no next run
-            next_run = self.next_run(job, max(run.scheduled_at, self.clock.now()))
+            next_run = await self.next_run(job, max(run.scheduled_at, self.clock.now()))
             if next_run is None:
                 return replace(keep, job_status=JobStatus.COMPLETED, set_next_run_at=True)
             return replace(keep, insert_run=next_run, next_run_at=next_run.scheduled_at,
@@ -89,8 +89,8 @@ class RecurringWatcher:
         status = JobStatus.FAILED if event.status is RunStatus.FAILED else JobStatus.COMPLETED
         return replace(keep, job_status=status, set_next_run_at=True)
 
-    def next_run(self, job: Job, after: datetime) -> JobRun | None:
-        at = job_schedule(job).next_after(after)
+    async def next_run(self, job: Job, after: datetime) -> JobRun | None:
+        at = await job_next_after(job, after)  # off the event loop when it is not cheap
         return None if at is None else JobRun.pending(job.job_id, at, self.settings.shards)
 
     async def run(self, stop: asyncio.Event) -> None:

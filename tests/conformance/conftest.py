@@ -29,10 +29,12 @@ from onthedot.store.sqlite import SqliteStore
 PG_DSN = os.environ.get("ONTHEDOT_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-# Every monthly job_runs partition is a dozen relations of DDL; the production default of 24
-# would add seconds to each test's migrate. Two still put runs a month or two ahead in monthly
-# partitions; test_pg_partitions.py covers the layout itself.
-PG_TEST_FAR_MONTHS = 2
+# Every job_runs partition is a dozen relations of DDL (~0.3 s each here); the production defaults
+# (7 days, 24 months) would add seconds to each test's migrate. These still put runs a few days
+# ahead in days and a month ahead in a monthly partition; test_pg_partitions.py covers the
+# layout itself.
+PG_TEST_AHEAD_DAYS = 2
+PG_TEST_FAR_MONTHS = 1
 
 
 @dataclass
@@ -50,7 +52,8 @@ class StoreEnv:
             store = SqliteStore(f"sqlite:///{self.sqlite_path}")
         else:
             assert self.pg_schema is not None
-            options = {"pool_max": 4, "partition_far_months": PG_TEST_FAR_MONTHS, **pg_options}
+            options = {"pool_max": 4, "partition_far_months": PG_TEST_FAR_MONTHS,
+                       "partition_ahead_days": PG_TEST_AHEAD_DAYS, **pg_options}
             store = PostgresStore(PG_DSN, schema=self.pg_schema, **options)
         self.stores.append(store)
         return store

@@ -127,7 +127,8 @@ def lock_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 async def store_with(pg_env: StoreEnv, **options: Any) -> PostgresStore:
-    store: PostgresStore = pg_env.open(**options)
+    """A store with the production window of days (the shared fixtures shorten it)."""
+    store: PostgresStore = pg_env.open(**{"partition_ahead_days": 7, **options})
     await store.migrate()
     return store
 

@@ -956,7 +956,7 @@ async def connect(store: PostgresStore) -> psycopg.AsyncConnection[Any]:
 async def test_pg_partitions_move_rows_out_of_default_and_expire(pg_env: StoreEnv) -> None:
     # Without monthly partitions (test_pg_partitions.py has them), runs past the daily window
     # wait in the default partition.
-    pg_store: PostgresStore = pg_env.open(partition_far_months=0)
+    pg_store: PostgresStore = pg_env.open(partition_far_months=0, partition_ahead_days=7)
     await pg_store.migrate()
     now = half_past()
     job = await with_job(pg_store, now=now - timedelta(days=1))

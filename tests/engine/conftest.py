@@ -20,7 +20,13 @@ from onthedot.runtime import Runtime
 from onthedot.service import JobSpec, JobView
 from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
 from onthedot.worker import Worker
-from tests.conformance.conftest import PG_DSN, drop_pg_schema, new_pg_schema
+from tests.conformance.conftest import (
+    PG_DSN,
+    PG_TEST_AHEAD_DAYS,
+    PG_TEST_FAR_MONTHS,
+    drop_pg_schema,
+    new_pg_schema,
+)
 from tests.support.webhook import LOOPBACK_ALLOW, WebhookReceiver
 
 NATS_URL = "nats://127.0.0.1:4222"
@@ -95,7 +101,8 @@ async def both(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
     else:
         schema, prefix = new_pg_schema(), f"t{secrets.token_hex(6)}"
         extra.update(database_url=PG_DSN, database_schema=schema, queue_url=NATS_URL,
-                     queue_prefix=prefix)
+                     queue_prefix=prefix, partition_ahead_days=PG_TEST_AHEAD_DAYS,
+                     partition_far_months=PG_TEST_FAR_MONTHS)
     settings = Settings(visibility_timeout=30, misfire_grace=60, egress_allow=LOOPBACK_ALLOW,
                         **extra)
     rt = await Runtime.open(settings, clock)

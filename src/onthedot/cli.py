@@ -2,10 +2,10 @@
 small client of the REST API.
 
 Server side: ``serve`` (API + every background role), ``api``, ``watcher``, ``worker``,
-``recurring``, ``rescuer``, ``migrate``, ``token create``, ``mcp`` (MCP over stdio). Offline:
-``parse``.
-Client side: ``jobs create|list|get|pause|resume|delete|run|runs`` and ``chat`` against a running
-server.
+``recurring``, ``rescuer``, ``migrate``, ``token create``, ``webhook-secret create``, ``mcp``
+(MCP over stdio). Offline: ``parse``.
+Client side: ``jobs create|list|get|pause|resume|delete|run|runs``, ``inbox`` (and
+``inbox read ID``) and ``chat`` against a running server.
 
 Every error ends here as ONE line on stderr and exit code 2 (``main`` is the single handler);
 tracebacks go to the log only for unexpected server-side failures. Adding a command is one
@@ -208,6 +208,26 @@ def token_create(user_id: str, **flags: Any) -> None:
                err=True)
 
 
+@cli.group("webhook-secret")
+def webhook_secret() -> None:
+    """Secrets that sign the webhooks sent for a user (X-Onthedot-Signature)."""
+
+
+@webhook_secret.command("create")
+@click.option("--user", "user_id", required=True, help="the user whose webhooks it signs")
+@_store_options
+def webhook_secret_create(user_id: str, **flags: Any) -> None:
+    """Print a new signing secret for USER; it signs from now on (the previous one also signs
+    for 24 hours, so receivers can switch). It cannot be shown again."""
+    from onthedot.api.auth import check_user_id
+
+    check_user_id(user_id)
+    secret = asyncio.run(_webhook_secret_add(_settings(**flags), user_id))
+    click.echo(secret)
+    click.echo(f"webhook secret for user {user_id!r} created; store it now, it cannot be shown "
+               "again", err=True)
+
+
 @cli.command("mcp")
 @click.option("--user", "user_id", envvar="ONTHEDOT_MCP_USER", default="local",
               show_default=True, show_envvar=True, help="the user every tool call acts as")
@@ -315,6 +335,18 @@ async def _token_add(settings: Settings, token_hash: str, user_id: str) -> None:
     try:
         await store.migrate()
         await store.token_add(token_hash, user_id, datetime.now(UTC))
+    finally:
+        await store.close()
+
+
+async def _webhook_secret_add(settings: Settings, user_id: str) -> str:
+    from onthedot.actions.signing import create_secret
+    from onthedot.runtime import build_store
+
+    store = build_store(settings)
+    try:
+        await store.migrate()
+        return await create_secret(store, user_id, datetime.now(UTC))
     finally:
         await store.close()
 
@@ -436,19 +468,35 @@ def jobs() -> None:
               "(default: the server's)")
 @click.option("--message", metavar="TEXT", help="action: record this message as the output")
 @click.option("--webhook", metavar="URL", help="action: POST to this URL")
+@click.option("--notify-email", "emails", metavar="ADDR", multiple=True,
+              help="also e-mail each result to ADDR (repeatable)")
+@click.option("--notify-webhook", "hooks", metavar="URL", multiple=True,
+              help="also POST each result to URL as JSON, signed (repeatable)")
+@click.option("--notify-slack", "slack_hooks", metavar="URL", multiple=True,
+              help="also post each result to a Slack incoming-webhook URL (repeatable)")
+@click.option("--no-inbox", is_flag=True, help="do not put results in your inbox")
 @click.option("--idempotency-key", help="retrying with the same key returns the same job")
 @click.option("-q", "--quiet", is_flag=True, help="print only the job id")
 @_client_options
 def jobs_create(client: ApiClient, name: str | None, cron: str | None, rrule: str | None,
                 at: str | None, now: bool, timezone: str | None, message: str | None,
-                webhook: str | None, idempotency_key: str | None, quiet: bool) -> None:
-    """Create a job: one of --cron/--rrule/--at/--now, one of --message/--webhook."""
+                webhook: str | None, emails: tuple[str, ...], hooks: tuple[str, ...],
+                slack_hooks: tuple[str, ...], no_inbox: bool, idempotency_key: str | None,
+                quiet: bool) -> None:
+    """Create a job: one of --cron/--rrule/--at/--now, one of --message/--webhook. Results go
+    to your inbox (see `onthedot inbox`) unless --no-inbox, and to each --notify-* given."""
     params = _job_params(cron=cron, rrule=rrule, at=at, now=now, timezone=timezone)
     if (message is None) == (webhook is None):
         raise click.UsageError("give exactly one of --message TEXT or --webhook URL")
     action: dict[str, Any] = ({"type": "message", "text": message} if message is not None
                               else {"type": "webhook", "url": webhook})
     body: dict[str, Any] = {"action": action, "job_params": params}
+    if emails or hooks or slack_hooks or no_inbox:
+        body["notify"] = [*([] if no_inbox else [{"channel": "inbox"}]),
+                          *({"channel": "email", "to": a} for a in emails),
+                          *({"channel": "webhook", "url": u} for u in hooks),
+                          *({"channel": "webhook", "url": u, "format": "slack"}
+                            for u in slack_hooks)]
     if name is not None:
         body["name"] = name
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
@@ -584,6 +632,44 @@ def jobs_runs(client: ApiClient, job_id: str, page_size: int, page_token: str | 
                  for r in page["runs"]], ["RUN_ID", "SCHEDULED_AT", "STATUS", "ATTEMPT", "RESULT"])
     if page["next_page_token"]:
         click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
+
+
+@cli.group(invoke_without_command=True)
+@click.option("--unread", is_flag=True, help="only results not read yet")
+@click.option("--page-size", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--page-token", help="next_page_token of a previous page")
+@click.option("--json", "as_json", is_flag=True, help="print the raw JSON page")
+@_client_options
+@click.pass_context
+def inbox(ctx: click.Context, client: ApiClient, unread: bool, page_size: int,
+          page_token: str | None, as_json: bool) -> None:
+    """Results delivered to your inbox, unread first (`onthedot inbox read ID` marks one)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    query: dict[str, Any] = {"page_size": page_size}
+    if unread:
+        query["unread"] = "true"
+    if page_token:
+        query["page_token"] = page_token
+    page = client.call("GET", "/v1/inbox", params=query)
+    if as_json:
+        _echo_json(page)
+        return
+    _echo_table([[i["item_id"], "" if i["read"] else "*", i["delivered_at"],
+                  _short(i["title"], 30), _short(i["text"], 50)] for i in page["items"]],
+                ["ITEM_ID", "NEW", "DELIVERED_AT", "TITLE", "TEXT"])
+    if page["next_page_token"]:
+        click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
+
+
+@inbox.command("read")
+@click.argument("item_id")
+@_client_options
+def inbox_read(client: ApiClient, item_id: str) -> None:
+    """Show an inbox item in full and mark it read."""
+    item = client.call("POST", f"/v1/inbox/{item_id}:read")
+    click.echo(f"{item['title']}  ({item['delivered_at']}, run {item['run_id']})")
+    click.echo(item["text"])
 
 
 CHAT_TIMEOUT_SECONDS = 300.0  # a model may take several tool-calling rounds

@@ -6,7 +6,9 @@ it, the API on loopback.
 
 from __future__ import annotations
 
-from pydantic import Field
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -67,7 +69,27 @@ class Settings(BaseSettings):
     news_feeds_file: str | None = Field(None, description="JSON file of default news feeds per "
                                         "topic and language, replacing the shipped lists it "
                                         "names (docs/actions.md); default: the shipped feeds")
+    smtp_url: str | None = Field(None, description="mail server for the email delivery "
+                                 "channel: smtp://user:pass@host:587?starttls=true, or "
+                                 "smtps://... for TLS from the start; unset = no email channel")
+    smtp_from: str | None = Field(None, description="From address of delivered mail, e.g. "
+                                  "onthedot@example.com (needed with smtp_url)")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+
+    @field_validator("smtp_url")
+    @classmethod
+    def _smtp_url_shape(cls, value: str | None) -> str | None:
+        # Checked at start-up, so a typo is one clear line instead of failed mail at run time.
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+            raise ValueError("expected smtp://user:pass@host:port (or smtps://...)")
+        try:
+            parts.port  # noqa: B018 - reading it validates it
+        except ValueError as exc:
+            raise ValueError(f"bad port: {exc}") from None
+        return value.strip()
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -33,3 +33,6 @@ class Metrics:
                                "the recurring watcher has not applied (at scrape time); it "
                                "grows while a long transaction hides newer events",
                                registry=self.registry)
+        self.deliveries = Counter("onthedot_deliveries", "Sends of run outputs to their "
+                                  "channels, by channel and outcome (delivered, failed)",
+                                  ["channel", "status"], registry=self.registry)

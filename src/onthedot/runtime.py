@@ -17,7 +17,7 @@ from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from onthedot.actions import ActionRegistry, default_registry
+from onthedot.actions import ActionRegistry, WebhookSigner, default_registry
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock, SystemClock
 from onthedot.domain.errors import ConfigError
@@ -107,8 +107,8 @@ class Runtime:
     async def open(cls, settings: Settings, clock: Clock | None = None,
                    actions: ActionRegistry | None = None) -> Runtime:
         clock = clock or SystemClock()
-        actions = actions or default_registry(settings)
         store = build_store(settings, clock)
+        actions = actions or default_registry(settings, WebhookSigner(store, clock))
         queue = build_queue(settings, clock)
         try:
             await store.migrate()

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from onthedot.actions import ActionRegistry
+from onthedot.actions import ActionRegistry, EgressGuard
 from onthedot.config import Settings
+from onthedot.delivery import validate_notify
 from onthedot.domain.clock import Clock
+from onthedot.domain.delivery import Delivery, InboxCursor, InboxItem
 from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
 from onthedot.domain.ids import new_ulid
 from onthedot.domain.jsonvalue import TEXT_EXPECTED, first_problem, is_storable_text
@@ -33,11 +35,12 @@ from onthedot.domain.models import (
     RetryPolicy,
     RunKind,
     RunStatus,
+    default_notify,
 )
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
 from onthedot.schedule import Schedule, compile_schedule_async, job_next_after, job_schedule
-from onthedot.store.base import JobListQuery, JobSave, Store
+from onthedot.store.base import InboxQuery, JobListQuery, JobSave, Store
 
 T = TypeVar("T")
 MAX_PAGE_SIZE = 100
@@ -58,6 +61,7 @@ class JobSpec:
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     misfire_policy: MisfirePolicy = "run_late"
     timeout_seconds: float = 60.0
+    notify: list[dict[str, Any]] = field(default_factory=default_notify)
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class JobPatch:
     retry_policy: RetryPolicy | None = None
     misfire_policy: MisfirePolicy | None = None
     timeout_seconds: float | None = None
+    notify: list[dict[str, Any]] | None = None  # replaces the whole list
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ class JobService:
         self.actions = actions
         self._on_due_soon = on_due_soon or (lambda _at: None)
         self.metrics = metrics or Metrics()
+        self._guard = EgressGuard.from_settings(settings)
 
     def set_due_soon_hook(self, hook: Callable[[datetime], None]) -> None:
         """The in-process watcher wants to hear at once about runs due within its tick."""
@@ -116,7 +122,7 @@ class JobService:
             created_at=now, updated_at=now, retry_policy=spec.retry_policy,
             misfire_policy=spec.misfire_policy, timeout_seconds=spec.timeout_seconds,
             idempotency_key=idempotency_key, request_hash=_request_hash(spec),
-            next_run_at=first_at,
+            next_run_at=first_at, notify=spec.notify,
         )
         run = self._new_run(job_id, first_at, "scheduled")
         result = await self.store.job_create(job, run)
@@ -166,12 +172,14 @@ class JobService:
                 misfire_policy=patch.misfire_policy or job.misfire_policy,
                 timeout_seconds=(job.timeout_seconds if patch.timeout_seconds is None
                                  else patch.timeout_seconds),
-            ))
+                notify=job.notify if patch.notify is None else patch.notify,
+            ), check_notify=patch.notify is not None)
             now = self.clock.now()
             updated = replace(job, name=spec.name or job.name, action=spec.action,
                               params=spec.params, retry_policy=spec.retry_policy,
                               misfire_policy=spec.misfire_policy,
-                              timeout_seconds=spec.timeout_seconds, updated_at=now)
+                              timeout_seconds=spec.timeout_seconds, notify=spec.notify,
+                              updated_at=now)
             if patch.params is None or patch.params == job.params:
                 return JobSave(job=updated)
             # A new schedule replaces the pending run (a finished one-time job comes back to
@@ -275,14 +283,45 @@ class JobService:
         runs = await self.store.runs_list(job_id, page_size + 1, before_at)
         token = (_encode_token("r", runs[page_size - 1].scheduled_at.isoformat())
                  if len(runs) > page_size else None)
-        return Page(items=runs[:page_size], next_page_token=token)
+        return Page(items=await self._with_deliveries(runs[:page_size]), next_page_token=token)
 
     async def get_run(self, user_id: str, run_id: str) -> JobRun:
         # An id no run can have (PostgreSQL text cannot even hold a NUL) is simply not found.
         run = await self.store.run_get(run_id) if is_storable_text(run_id) else None
         if run is None or await self.store.job_get(user_id, run.job_id) is None:
             raise NotFoundError(f"no run {run_id}", field="run_id")
-        return run
+        return (await self._with_deliveries([run]))[0]
+
+    async def _with_deliveries(self, runs: list[JobRun]) -> list[JobRun]:
+        """The runs with what was delivered where (and delivery errors), for users to read."""
+        if not runs:
+            return runs
+        found: dict[str, list[Delivery]] = {}
+        for delivery in await self.store.deliveries_of([r.run_id for r in runs]):
+            found.setdefault(delivery.run_id, []).append(delivery)
+        return [replace(r, deliveries=tuple(found.get(r.run_id, ()))) for r in runs]
+
+    # --- inbox ---------------------------------------------------------------------------
+    async def list_inbox(self, user_id: str, *, unread_only: bool = False, page_size: int = 20,
+                         page_token: str | None = None) -> Page[InboxItem]:
+        """Delivered results, unread first, then newest first."""
+        _check_page_size(page_size)
+        after = _inbox_cursor(_decode_token(page_token, "i"))
+        items = await self.store.inbox_list(InboxQuery(
+            user_id=user_id, limit=page_size + 1, after=after, unread_only=unread_only))
+        token = None
+        if len(items) > page_size:
+            last = items[page_size - 1]
+            token = _encode_token("i", f"{int(last.read_at is not None)}:{last.item_id}")
+        return Page(items=items[:page_size], next_page_token=token)
+
+    async def mark_inbox_read(self, user_id: str, item_id: str) -> InboxItem:
+        item = (await self.store.inbox_mark_read(user_id, item_id, self.clock.now())
+                if is_storable_text(item_id) else None)
+        if item is None:
+            raise NotFoundError(f"no inbox item {item_id}", field="item_id",
+                                expected="the item_id of an item in your inbox")
+        return item
 
     async def list_dead_letters(self, user_id: str, *, page_size: int = 20,
                                 page_token: str | None = None) -> Page[JobRun]:
@@ -368,7 +407,12 @@ class JobService:
         status = "running" if running and job.status is JobStatus.SCHEDULED else job.status.value
         return JobView(job=job, status=status, last_run=last)
 
-    def _validated(self, spec: JobSpec) -> JobSpec:
+    def _validated(self, spec: JobSpec, *, check_notify: bool = True) -> JobSpec:
+        if check_notify:
+            # A stored list is not judged again on other changes: a deployment that lost its
+            # SMTP settings must still let its users rename or pause a job.
+            spec = replace(spec, notify=validate_notify(
+                spec.notify, settings=self.settings, guard=self._guard))
         _check_action_shape(spec.action)
         self.actions.validate(spec.action)
         name = (spec.name or "").strip()
@@ -459,11 +503,14 @@ def _default_name(spec: JobSpec) -> str:
 
 
 def _request_hash(spec: JobSpec) -> str:
-    canonical = json.dumps({
+    request: dict[str, Any] = {
         "action": spec.action, "params": spec.params.to_dict(), "name": spec.name,
         "retry": spec.retry_policy.to_dict(), "misfire": spec.misfire_policy,
         "timeout": spec.timeout_seconds,
-    }, sort_keys=True, ensure_ascii=False)
+    }
+    if spec.notify != default_notify():  # so hashes of requests made before notify still match
+        request["notify"] = spec.notify
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -511,6 +558,15 @@ def _token_instant(value: str) -> datetime:
     except (ValueError, OverflowError):
         raise _invalid_token() from None
     return instant
+
+
+def _inbox_cursor(value: str | None) -> InboxCursor | None:
+    if value is None:
+        return None
+    read, _, item_id = value.partition(":")
+    if read not in ("0", "1") or not item_id:
+        raise _invalid_token()
+    return InboxCursor(read=read == "1", item_id=item_id)
 
 
 def _invalid_token() -> ValidationError:

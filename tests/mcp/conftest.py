@@ -23,6 +23,7 @@ from onthedot.runtime import Runtime
 TZ = "Asia/Taipei"
 START = datetime(2026, 6, 22, 2, 0, tzinfo=UTC)  # Monday 10:00 in Taipei
 TOOLS = {"create_task", "list_tasks", "get_task", "update_task", "pause_task", "resume_task",
+         "list_inbox", "mark_inbox_read",
          "delete_task", "run_task_now"}
 NEWS = "每天早上八點幫我總結財經新聞"
 
@@ -88,7 +89,7 @@ def check_tool_list(tools: list[Tool]) -> dict[str, Tool]:
         assert ann.openWorldHint is False
         assert tool.description
         assert len(tool.description) < 700
-        if tool.name in ("list_tasks", "get_task"):
+        if tool.name in ("list_tasks", "get_task", "list_inbox"):
             assert ann.readOnlyHint is True
         else:
             assert ann.readOnlyHint is False

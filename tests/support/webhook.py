@@ -21,6 +21,8 @@ class Received:
     method: str
     idempotency_key: str | None
     body: Any
+    raw: bytes = b""  # the body as received (a signature covers these bytes)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -58,7 +60,8 @@ class WebhookReceiver:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 item = Received(self.path, self.command, self.headers.get("Idempotency-Key"),
-                                json.loads(raw) if raw else None)
+                                json.loads(raw) if raw else None, raw,
+                                {k.lower(): v for k, v in self.headers.items()})
                 with receiver._lock:
                     receiver.received.append(item)
                     if item.idempotency_key:

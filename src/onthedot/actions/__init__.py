@@ -9,12 +9,13 @@ from onthedot.actions.catalog import FeedCatalog
 from onthedot.actions.egress import EgressGuard, guarded_client
 from onthedot.actions.message import MessageAction
 from onthedot.actions.news import NewsDigestAction
+from onthedot.actions.signing import WebhookSigner
 from onthedot.actions.webhook import WebhookAction
 from onthedot.config import Settings
 from onthedot.domain.errors import ValidationError
 
-__all__ = ["Action", "ActionContext", "ActionRegistry", "EgressGuard", "default_registry",
-           "guarded_client"]
+__all__ = ["Action", "ActionContext", "ActionRegistry", "EgressGuard", "WebhookSigner",
+           "default_registry", "guarded_client"]
 
 
 class ActionRegistry:
@@ -53,9 +54,10 @@ class ActionRegistry:
         known.validate(action)
 
 
-def default_registry(settings: Settings) -> ActionRegistry:
-    """The built-in actions, their outbound calls judged by the deployment's egress allowlist.
-    Raises ConfigError for an unusable news feeds file (the process refuses to start)."""
+def default_registry(settings: Settings, signer: WebhookSigner | None = None) -> ActionRegistry:
+    """The built-in actions, their outbound calls judged by the deployment's egress allowlist;
+    webhooks signed by ``signer`` (none: unsigned). Raises ConfigError for an unusable news
+    feeds file (the process refuses to start)."""
     guard = EgressGuard.from_settings(settings)
-    return ActionRegistry([MessageAction(), WebhookAction(guard),
+    return ActionRegistry([MessageAction(), WebhookAction(guard, signer),
                            NewsDigestAction(guard, FeedCatalog.from_settings(settings))])

@@ -1,4 +1,7 @@
-"""``webhook``: an HTTP request to a user's endpoint, with ``Idempotency-Key: <run id>``.
+"""``webhook``: an HTTP request to a user's endpoint, with ``Idempotency-Key: <run id>``,
+``User-Agent: onthedot/<version>`` and, when the job's user has a webhook secret, an
+``X-Onthedot-Signature`` over the exact body sent (``signing.py``). A POST, PUT or PATCH without
+a ``body`` sends the run's identity as JSON: job id and name, run id, scheduled time, attempt.
 
 The request goes out through the worker's guarded client (see ``egress.py``): a destination the
 guard refuses is a validation error at job creation when the URL alone shows it (an IP literal,
@@ -9,6 +12,7 @@ and only its first bytes are read.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,6 +26,7 @@ from onthedot.actions.egress import (
     body_text,
     read_capped,
 )
+from onthedot.actions.signing import SIGNATURE_HEADER, USER_AGENT, WebhookSigner
 from onthedot.domain.errors import ActionError, ValidationError
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -34,16 +39,17 @@ class WebhookAction:
     name = "webhook"
     param_names: tuple[str, ...] = ("url", "method", "headers", "body")
 
-    def __init__(self, guard: EgressGuard) -> None:
+    def __init__(self, guard: EgressGuard, signer: WebhookSigner | None = None) -> None:
         self.guard = guard
+        self.signer = signer
 
     def validate(self, params: dict[str, Any]) -> None:
         url = params.get("url")
-        parts = urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        host = url_host(url) if isinstance(url, str) else None
+        if host is None:
             raise ValidationError("a webhook action needs an http(s) url", field="action.url",
-                                  expected="an absolute http:// or https:// URL")
-        self._validate_destination(str(url))
+                                  expected="an absolute http:// or https:// URL with a host name")
+        self._validate_destination(host)
         method = str(params.get("method", "POST")).upper()
         if method not in METHODS:
             raise ValidationError(f"unsupported method {method}", field="action.method",
@@ -55,15 +61,7 @@ class WebhookAction:
             raise ValidationError("headers must map names to strings", field="action.headers",
                                   expected='an object like {"X-Token": "..."}')
 
-    def _validate_destination(self, url: str) -> None:
-        # Parsed the way the request will be sent, so the host judged is the host connected to.
-        try:
-            host = httpx.URL(url).raw_host.decode("ascii")
-        except (httpx.InvalidURL, UnicodeDecodeError):
-            host = ""
-        if not host:
-            raise ValidationError("the webhook url has no valid host", field="action.url",
-                                  expected="an absolute http:// or https:// URL with a host name")
+    def _validate_destination(self, host: str) -> None:
         reason = self.guard.refusal_without_lookup(host)
         if reason is not None:
             raise ValidationError(
@@ -75,12 +73,14 @@ class WebhookAction:
 
     async def execute(self, params: dict[str, Any], ctx: ActionContext) -> Any:
         method = str(params.get("method", "POST")).upper()
-        headers = {**params.get("headers", {}), "Idempotency-Key": ctx.idempotency_key}
-        body = params.get("body")
+        content = _request_body(params, method, ctx)
+        headers = request_headers(params.get("headers", {}), content is not None,
+                                  ctx.idempotency_key)
+        if self.signer is not None:
+            headers.update(await self.signer.headers(ctx.job.user_id, content or b""))
         try:
             async with ctx.http.stream(
-                method, params["url"], headers=headers,
-                json=body if method not in ("GET", "DELETE") else None,
+                method, params["url"], headers=headers, content=content,
                 timeout=ctx.timeout_seconds,
             ) as response:
                 ok = 200 <= response.status_code < 300
@@ -97,6 +97,51 @@ class WebhookAction:
                               + (f": {detail}" if detail else ""))
         return {"status_code": response.status_code,
                 "body": _preview(response, text, complete=answer.complete)}
+
+
+def url_host(url: str) -> str | None:
+    """The host an http(s) URL connects to, parsed the way the request will be sent (so the
+    host judged is the host connected to); None for anything that is not such a URL: another
+    scheme, no host, a port out of range, white space, a broken IPv6 literal."""
+    if any(ch.isspace() for ch in url):
+        return None
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - reading it checks the port's range
+        host = httpx.URL(url).raw_host.decode("ascii")
+    except (ValueError, httpx.InvalidURL):  # UnicodeDecodeError is a ValueError
+        return None
+    return host if parts.scheme in ("http", "https") and host else None
+
+
+def request_headers(given: Mapping[str, str], has_body: bool,
+                    idempotency_key: str) -> httpx.Headers:
+    """The user's headers over our defaults; the idempotency key and the signature are ours
+    alone (a signature header the user wrote is dropped, not passed on as if we signed)."""
+    headers = httpx.Headers({"User-Agent": USER_AGENT})
+    headers.update(dict(given))
+    headers.pop(SIGNATURE_HEADER, None)
+    if has_body and "content-type" not in headers:
+        headers["Content-Type"] = "application/json"
+    headers["Idempotency-Key"] = idempotency_key
+    return headers
+
+
+def json_bytes(value: Any) -> bytes:
+    """JSON as sent (the signature covers these exact bytes)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False).encode()
+
+
+def _request_body(params: dict[str, Any], method: str, ctx: ActionContext) -> bytes | None:
+    if method in ("GET", "DELETE"):
+        return None
+    if "body" in params:  # an explicit null sends no body, as before bodies had a default
+        return None if params["body"] is None else json_bytes(params["body"])
+    return json_bytes({"job_id": ctx.job.job_id, "job_name": ctx.job.name,
+                       "run_id": ctx.run.run_id,
+                       "scheduled_at": ctx.run.scheduled_at.isoformat(),
+                       "attempt": ctx.run.attempt})
 
 
 def _preview(response: httpx.Response, text: str, *, complete: bool) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from onthedot import __version__
-from onthedot.api import problems, routes_chat, routes_jobs, routes_ops
+from onthedot.api import problems, routes_chat, routes_inbox, routes_jobs, routes_ops
 from onthedot.api.auth import LOCAL_USER, check_bind_allowed, is_loopback
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.config import Settings, load_settings
@@ -62,6 +62,7 @@ def create_app(runtime: Runtime | None = None, *, settings: Settings | None = No
         app.state.runtime = runtime
     problems.install(app, max_body_bytes=settings.max_body_bytes)
     app.include_router(routes_jobs.router)
+    app.include_router(routes_inbox.router)
     app.include_router(routes_ops.router)
     app.include_router(routes_chat.router)
     mcp_endpoint.mount(app)

@@ -12,7 +12,9 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from onthedot.domain.models import JobParams, JobRun, RetryPolicy
+from onthedot.delivery import MAX_CHANNELS
+from onthedot.domain.delivery import Delivery, InboxItem
+from onthedot.domain.models import JobParams, JobRun, RetryPolicy, default_notify
 from onthedot.service import JobPatch, JobSpec, JobView
 
 JobTypeIn = Literal["immediate", "one-time", "recurring"]
@@ -75,6 +77,37 @@ class RetryPolicyIn(_Request):
         )
 
 
+class NotifyChannelIn(_Request):
+    """Where each result of the job goes. ``inbox`` takes nothing else; ``email`` takes ``to``
+    (an address; the server needs ONTHEDOT_SMTP_URL); ``webhook`` takes ``url`` and an optional
+    ``format`` (``json``, the default, or ``slack``). The service checks which keys fit which
+    channel and answers 422 naming the entry, e.g. ``notify[1].to``."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"channel": "inbox"}, {"channel": "email", "to": "me@example.com"},
+        {"channel": "webhook", "url": "https://hooks.slack.com/services/T/B/X",
+         "format": "slack"}]})
+
+    channel: Literal["inbox", "email", "webhook"]
+    to: str | None = Field(default=None, description="email: the recipient's address")
+    url: str | None = Field(default=None, description="webhook: the http(s) URL to POST to")
+    format: Literal["json", "slack"] | None = Field(
+        default=None, description="webhook: json (the run and its output) or slack "
+        "({\"text\": ...})")
+
+    def to_domain(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+NotifyIn = Field(default=None, max_length=MAX_CHANNELS,
+                 description=f"channels for each result, at most {MAX_CHANNELS} (default: "
+                             "the inbox); [] delivers nowhere")
+
+
+def _notify(channels: list[NotifyChannelIn] | None) -> list[dict[str, Any]] | None:
+    return None if channels is None else [c.to_domain() for c in channels]
+
+
 class JobCreate(_Request):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
         "name": "morning news",
@@ -89,12 +122,15 @@ class JobCreate(_Request):
     retry_policy: RetryPolicyIn | None = None
     misfire_policy: MisfireIn = "run_late"
     timeout_seconds: float = Field(default=60.0, description="seconds one attempt may take")
+    notify: list[NotifyChannelIn] | None = NotifyIn
 
     def to_spec(self, default_timezone: str) -> JobSpec:
         return JobSpec(
             action=self.action.model_dump(), params=self.job_params.to_domain(default_timezone),
             name=self.name, retry_policy=(self.retry_policy or RetryPolicyIn()).over(RetryPolicy()),
-            misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds)
+            misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds,
+            notify=default_notify() if self.notify is None else [
+                c.to_domain() for c in self.notify])
 
 
 class JobUpdate(_Request):
@@ -107,6 +143,8 @@ class JobUpdate(_Request):
     retry_policy: RetryPolicyIn | None = None
     misfire_policy: MisfireIn | None = None
     timeout_seconds: float | None = None
+    notify: list[NotifyChannelIn] | None = Field(
+        default=None, max_length=MAX_CHANNELS, description="replaces the job's channels")
 
     def to_patch(self, current: RetryPolicy, default_timezone: str) -> JobPatch:
         return JobPatch(
@@ -115,7 +153,8 @@ class JobUpdate(_Request):
             params=None if self.job_params is None else self.job_params.to_domain(
                 default_timezone),
             retry_policy=None if self.retry_policy is None else self.retry_policy.over(current),
-            misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds)
+            misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds,
+            notify=_notify(self.notify))
 
 
 # --- responses ---------------------------------------------------------------------------
@@ -132,6 +171,23 @@ class RetryPolicyOut(BaseModel):
     max_backoff_seconds: float
 
 
+class DeliveryOut(BaseModel):
+    channel: Literal["inbox", "email", "webhook"]
+    target: str = Field(description="the address, the URL, or inbox")
+    status: Literal["sending", "delivered", "failed"] = Field(
+        description="sending: claimed, its outcome not recorded (a crash mid-send; the next "
+                    "execution of the run sends again)")
+    attempts: int
+    sent_at: datetime | None
+    error: str | None
+
+    @classmethod
+    def of(cls, delivery: Delivery) -> DeliveryOut:
+        return cls(channel=cast(Any, delivery.channel), target=delivery.target,
+                   status=delivery.status.value, attempts=delivery.attempts,
+                   sent_at=delivery.sent_at, error=delivery.error)
+
+
 class RunOut(BaseModel):
     run_id: str
     job_id: str
@@ -144,13 +200,16 @@ class RunOut(BaseModel):
     finished_at: datetime | None
     output: Any
     error: str | None
+    deliveries: list[DeliveryOut] = Field(
+        default_factory=list, description="where the output was delivered (inbox, email, "
+        "webhook), with each channel's status and error")
 
     @classmethod
     def of(cls, run: JobRun) -> RunOut:
         return cls(run_id=run.run_id, job_id=run.job_id, kind=run.kind,
                    scheduled_at=run.scheduled_at, status=run.status.value, attempt=run.attempt,
                    started_at=run.started_at, finished_at=run.finished_at, output=run.output,
-                   error=run.error)
+                   error=run.error, deliveries=[DeliveryOut.of(d) for d in run.deliveries])
 
 
 class JobOut(BaseModel):
@@ -162,6 +221,7 @@ class JobOut(BaseModel):
     retry_policy: RetryPolicyOut
     misfire_policy: MisfireIn
     timeout_seconds: float
+    notify: list[dict[str, Any]] = Field(description="the channels each result goes to")
     next_run_at: datetime | None
     last_run: RunOut | None
     created_at: datetime
@@ -181,7 +241,7 @@ class JobOut(BaseModel):
                                         backoff_seconds=policy.backoff_seconds,
                                         max_backoff_seconds=policy.max_backoff_seconds),
             misfire_policy=job.misfire_policy, timeout_seconds=job.timeout_seconds,
-            next_run_at=job.next_run_at,
+            notify=job.notify, next_run_at=job.next_run_at,
             last_run=None if view.last_run is None else RunOut.of(view.last_run),
             created_at=job.created_at, updated_at=job.updated_at)
 
@@ -198,6 +258,31 @@ class RunList(BaseModel):
 
 class DeadLetterList(BaseModel):
     dead_letters: list[RunOut]
+    next_page_token: str | None
+
+
+class InboxItemOut(BaseModel):
+    item_id: str
+    job_id: str
+    run_id: str
+    title: str = Field(description="the job's name")
+    text: str = Field(description="the result as text")
+    output: Any = Field(description="the run's output as the action returned it")
+    scheduled_at: datetime
+    delivered_at: datetime
+    read: bool
+    read_at: datetime | None
+
+    @classmethod
+    def of(cls, item: InboxItem) -> InboxItemOut:
+        return cls(item_id=item.item_id, job_id=item.job_id, run_id=item.run_id,
+                   title=item.title, text=item.text, output=item.output,
+                   scheduled_at=item.scheduled_at, delivered_at=item.created_at,
+                   read=item.read_at is not None, read_at=item.read_at)
+
+
+class InboxList(BaseModel):
+    items: list[InboxItemOut]
     next_page_token: str | None
 
 

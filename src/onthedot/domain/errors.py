@@ -117,3 +117,15 @@ class EgressRefusedError(ActionError):
 
     code = "egress_refused"
     retryable = False
+
+
+class DeliveryError(OnTheDotError):
+    """Sending a run's output to one of its channels failed. It is recorded on the delivery and
+    never fails the run; ``retryable`` says whether another try could succeed."""
+
+    code = "delivery_failed"
+    http_status = 502
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable

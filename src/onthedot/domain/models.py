@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from onthedot.domain.delivery import Delivery
 from onthedot.domain.ids import run_id_for, shard_of, time_bucket_of
 
 
@@ -90,6 +91,11 @@ MAX_ACTION_BYTES = 65_536  # the action as compact UTF-8 JSON
 MAX_BACKOFF_SECONDS = 86_400.0  # one day: the longest wait before a retry
 
 
+def default_notify() -> list[dict[str, Any]]:
+    """Where a job's results go unless it says otherwise: the user's inbox."""
+    return [{"channel": "inbox"}]
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_attempts: int = 3
@@ -122,6 +128,8 @@ class Job:
     next_run_at: datetime | None = None
     last_run_id: str | None = None
     version: int = 0  # bumped by every stored change; changes are compare-and-set on it
+    # The channels each successful run's output is delivered to (onthedot.delivery).
+    notify: list[dict[str, Any]] = field(default_factory=default_notify)
 
 
 @dataclass(frozen=True)
@@ -143,6 +151,9 @@ class JobRun:
     error: str | None = None
     dead_lettered: bool = False
     retry_at: datetime | None = None  # RETRYING: when the next attempt is due
+    # What the delivery step recorded for this run (domain/delivery.py). Filled by the service
+    # for the views users read; the execution path reads runs without it.
+    deliveries: tuple[Delivery, ...] = ()
 
     @classmethod
     def pending(cls, job_id: str, at: datetime, shards: int,

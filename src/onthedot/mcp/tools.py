@@ -1,8 +1,13 @@
-"""The MCP tools: eight verbs over the service layer, with hand-written flat schemas.
+"""The MCP tools: verbs over the service layer, with hand-written flat schemas.
 
 ``create_task``, ``list_tasks``, ``get_task``, ``update_task``, ``pause_task``, ``resume_task``,
-``delete_task``, ``run_task_now``. A task is a job of the REST API (``task_id`` is its
-``job_id``) and is rendered exactly as ``GET /v1/jobs/{job_id}`` renders it.
+``delete_task``, ``run_task_now``, and for delivered results ``list_inbox`` and
+``mark_inbox_read``. A task is a job of the REST API (``task_id`` is its ``job_id``) and is
+rendered exactly as ``GET /v1/jobs/{job_id}`` renders it.
+
+Where results go is given flat too: ``notify_inbox`` (default true), ``notify_email``,
+``notify_webhook`` and ``notify_webhook_format`` become the job's ``notify`` list; on
+``update_task`` each one changes only its own channel ("" removes an address or URL).
 
 The time of a task is given as exactly one of ``when`` (natural language, read by
 ``onthedot.nl`` in the task's timezone), ``schedule`` (cron, RRULE or VEVENT), ``time`` (ISO 8601)
@@ -21,9 +26,9 @@ from typing import Any, TypeVar
 from mcp.types import ToolAnnotations
 
 from onthedot import nl
-from onthedot.api.models import JobOut, RunOut
+from onthedot.api.models import InboxItemOut, JobOut, RunOut
 from onthedot.domain.errors import OnTheDotError, ParseError
-from onthedot.domain.models import JobParams
+from onthedot.domain.models import JobParams, default_notify
 from onthedot.mcp.registry import Caller, ToolDef, ToolError, ToolRegistry
 from onthedot.schedule import compile_schedule, run_bounded
 from onthedot.schedule.local import load_timezone
@@ -107,7 +112,21 @@ def _option_properties() -> dict[str, Any]:
         "misfire_policy": _text("If a run is late (server down): run_late runs it anyway, skip "
                                 "drops it. Default: run_late.", enum=["run_late", "skip"],
                                 default="run_late"),
+        **NOTIFY_PROPERTIES,
     }
+
+
+NOTIFY_ARGS = ("notify_inbox", "notify_email", "notify_webhook", "notify_webhook_format")
+NOTIFY_PROPERTIES: dict[str, Any] = {
+    "notify_inbox": {"type": "boolean", "description": "Put each result in the user's inbox "
+                     "(see list_inbox). Default: true."},
+    "notify_email": _text("Also e-mail each result to this address. \"\" removes the e-mail "
+                          "(update_task).", maxLength=254),
+    "notify_webhook": _text("Also POST each result to this http(s) URL (signed). \"\" removes "
+                            "it (update_task).", maxLength=2000),
+    "notify_webhook_format": _text("Payload of notify_webhook: json (default) or slack (a Slack "
+                                   "incoming-webhook message).", enum=["json", "slack"]),
+}
 
 
 # --- time and action from arguments ------------------------------------------------------
@@ -183,6 +202,49 @@ def _text_of(action: Mapping[str, Any]) -> str | None:
     return text if isinstance(text, str) else None
 
 
+def _new_notify(args: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The channels the notify_* arguments ask for; None when none was given (the default)."""
+    if not any(name in args for name in NOTIFY_ARGS):
+        return None
+    return _changed_notify([{"channel": "inbox"}], args)
+
+
+def _changed_notify(current: list[dict[str, Any]],
+                    args: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """``current`` with each channel a notify_* argument names replaced; None if none does."""
+    if not any(name in args for name in NOTIFY_ARGS):
+        return None
+    channels = [dict(c) for c in current]
+    if "notify_inbox" in args:
+        channels = [c for c in channels if c.get("channel") != "inbox"]
+        if args["notify_inbox"]:
+            channels.insert(0, {"channel": "inbox"})
+    if "notify_email" in args:
+        channels = [c for c in channels if c.get("channel") != "email"]
+        if args["notify_email"].strip():
+            channels.append({"channel": "email", "to": args["notify_email"].strip()})
+    if "notify_webhook" in args:
+        channels = [c for c in channels if c.get("channel") != "webhook"]
+        if args["notify_webhook"].strip():
+            channels.append({"channel": "webhook", "url": args["notify_webhook"].strip()})
+    if "notify_webhook_format" in args:
+        for channel in channels:
+            if channel.get("channel") == "webhook":
+                channel["format"] = args["notify_webhook_format"]
+    return channels
+
+
+def _notify_field(field: str) -> str:
+    """``notify[1].to`` -> the argument that carries it."""
+    if not field.startswith("notify"):
+        return field
+    for suffix, arg in ((".to", "notify_email"), (".url", "notify_webhook"),
+                        (".format", "notify_webhook_format")):
+        if field.endswith(suffix):
+            return arg
+    return "notify_inbox"
+
+
 def _fields(time_arg: str | None) -> dict[str, str]:
     """Service error fields -> the tool argument that carries them."""
     fields = {"job_params.timezone": "timezone", "action.text": "task", "action.type": "task",
@@ -196,6 +258,8 @@ def _fields(time_arg: str | None) -> dict[str, str]:
 
 def _remapped(exc: OnTheDotError, fields: Mapping[str, str]) -> None:
     exc.field = fields.get(exc.field or "", exc.field)
+    if exc.field is not None:
+        exc.field = _notify_field(exc.field)
 
 
 async def _mapped(call: Awaitable[T], fields: Mapping[str, str]) -> T:
@@ -241,8 +305,10 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
                         field="when", expected=TIME_EXPECTED)
     text = args.get("task") or (plan.parsed.task if plan.parsed else None)
     fields = _fields(plan.arg)
+    notify = _new_notify(args)
     spec = JobSpec(action=_new_action(text, args.get("webhook_url")), params=plan.params,
-                   name=args.get("title"), misfire_policy=args.get("misfire_policy", "run_late"))
+                   name=args.get("title"), misfire_policy=args.get("misfire_policy", "run_late"),
+                   notify=default_notify() if notify is None else notify)
     understood = None if plan.parsed is None else replace(plan.parsed, task=text or "")
     out: dict[str, Any] = {} if understood is None else {"understood": {
         "matched": understood.matched, "task": understood.task,
@@ -255,7 +321,7 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
             raise
         return {"created": False, "dry_run": True, **out, "would_create": {
             "name": spec.name, "action": spec.action, "job_params": spec.params.to_dict(),
-            "next_runs": runs}}
+            "notify": spec.notify, "next_runs": runs}}
     view, created = await _mapped(caller.service.create_job(
         caller.user_id, spec, args.get("idempotency_key")), fields)
     if understood is not None:
@@ -290,14 +356,17 @@ async def update_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     patch = JobPatch(name=args.get("title"), params=params,
                      action=_changed_action(job.action, args.get("task"),
                                             args.get("webhook_url")),
-                     misfire_policy=args.get("misfire_policy"))
+                     misfire_policy=args.get("misfire_policy"),
+                     notify=_changed_notify(job.notify, args))
     if patch == JobPatch():
         raise ToolError("update_task got nothing to change", code="missing_argument",
                         field="arguments", expected="at least one of: title, task, webhook_url, "
-                        "when, schedule, time, in, timezone, misfire_policy")
+                        "when, schedule, time, in, timezone, misfire_policy, "
+                        + ", ".join(NOTIFY_ARGS))
     if caller.dry_run:
         changes = {"name": patch.name, "action": patch.action, "misfire_policy":
-                   patch.misfire_policy, "job_params": params.to_dict() if params else None}
+                   patch.misfire_policy, "job_params": params.to_dict() if params else None,
+                   "notify": patch.notify}
         return {"dry_run": True, "task": _render(view),
                 "would_change": {k: v for k, v in changes.items() if v is not None}}
     fields = _fields(plan.arg if plan else None)
@@ -339,6 +408,21 @@ async def run_task_now(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     run = await _mapped(caller.service.run_job_now(caller.user_id, args["task_id"]),
                         _fields(None))
     return {"run": RunOut.of(run).model_dump(mode="json")}
+
+
+async def list_inbox(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    page = await caller.service.list_inbox(
+        caller.user_id, unread_only=args.get("unread_only", False),
+        page_size=args.get("page_size", 20), page_token=args.get("page_token"))
+    return {"items": [InboxItemOut.of(i).model_dump(mode="json") for i in page.items],
+            "next_page_token": page.next_page_token}
+
+
+async def mark_inbox_read(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    if caller.dry_run:
+        return {"dry_run": True, "would": "mark read", "item_id": args["item_id"]}
+    item = await caller.service.mark_inbox_read(caller.user_id, args["item_id"])
+    return {"item": InboxItemOut.of(item).model_dump(mode="json")}
 
 
 # --- the registry ------------------------------------------------------------------------
@@ -409,6 +493,24 @@ def build_registry(default_timezone: str) -> ToolRegistry:
                         "run (see get_task for its result).",
             input_schema=task_only, annotations=_changes(idempotent=False),
             handler=run_task_now),
+        ToolDef(
+            name="list_inbox", title="List delivered results",
+            description="Results of the user's tasks delivered to their inbox: unread first, "
+                        "newest first, each with its text and read state. Follow "
+                        "next_page_token for more; mark_inbox_read marks one read.",
+            input_schema=_object({
+                "unread_only": {"type": "boolean", "default": False,
+                                "description": "Only results not read yet. Default: false."},
+                "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
+                              "description": "Items per page, 1-100. Default: 20."},
+                "page_token": _text("next_page_token of the previous page.", minLength=1)}),
+            annotations=READ_ONLY, handler=list_inbox),
+        ToolDef(
+            name="mark_inbox_read", title="Mark a result read",
+            description="Mark one inbox item read (after showing it to the user).",
+            input_schema=_object({"item_id": _text("The item_id from list_inbox.",
+                                                   minLength=1)}, required=("item_id",)),
+            annotations=_changes(idempotent=True), handler=mark_inbox_read),
     ])
 
 

@@ -32,6 +32,12 @@ Concurrency contract (every backend must honour it; ``tests/conformance`` proves
   compare-and-set on the state the candidate was read in.
 * Shard leases: a shard has at most one owner whose lease has not expired. Membership rows
   (``members_heartbeat``) only say who is alive; ownership is always the lease.
+* Deliveries (``delivery_claim`` / ``delivery_done``): a (run, channel) is claimed only by the
+  attempt that holds the run (RUNNING with that lease token), so by one attempt at a time; a
+  DELIVERED one is never claimed again; the outcome lands only for the claim's attempt.
+  The inbox channel travels with the result: ``run_finish`` writes the run's inbox item and its
+  DELIVERED row in the transaction that records SUCCEEDED (so only the attempt holding the run
+  writes it, and it exists exactly when the success does).
 """
 
 from __future__ import annotations
@@ -41,6 +47,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from onthedot.domain.delivery import (
+    Delivery,
+    DeliveryClaim,
+    DeliveryDone,
+    InboxCursor,
+    InboxItem,
+    WebhookSecret,
+)
 from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
 
 # The watermark never passes now minus this: a run inserted slightly in the past is still found.
@@ -118,6 +132,7 @@ class RunFinish:
     output: Any = None
     error: str | None = None
     dead_lettered: bool = False
+    inbox: InboxItem | None = None  # SUCCEEDED: the run's inbox item, written with the result
 
 
 @dataclass(frozen=True)
@@ -168,10 +183,25 @@ class Pruned:
     runs: int = 0
     events: int = 0
     jobs: int = 0
+    deliveries: int = 0
+    inbox: int = 0
 
     @property
     def total(self) -> int:
-        return self.runs + self.events + self.jobs
+        return self.runs + self.events + self.jobs + self.deliveries + self.inbox
+
+    @property
+    def largest(self) -> int:
+        """The most rows of one kind: below the batch limit, nothing of any kind is left."""
+        return max(self.runs, self.events, self.jobs, self.deliveries, self.inbox)
+
+
+@dataclass(frozen=True)
+class InboxQuery:
+    user_id: str
+    limit: int
+    after: InboxCursor | None = None  # keyset cursor: the last item of the previous page
+    unread_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -315,7 +345,8 @@ class Store(FeedStateStore, Protocol):
         ...
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
-        """RUNNING (with this token) -> terminal, plus its RunEvent, atomically."""
+        """RUNNING (with this token) -> terminal, plus its RunEvent and (``inbox``) the run's
+        inbox item with its DELIVERED row, atomically."""
         ...
 
     async def run_redrive(self, run_id: str, now: datetime) -> JobRun | None:
@@ -362,8 +393,8 @@ class Store(FeedStateStore, Protocol):
 
     async def prune(self, prune: Prune) -> Pruned:
         """Delete finished runs, run events every consumer has read, and finished jobs (with
-        their runs) whose last change is older than ``prune.before``. Open runs and the jobs
-        that own them are never deleted."""
+        their runs) whose last change is older than ``prune.before``, and deliveries and inbox
+        items older than that. Open runs and the jobs that own them are never deleted."""
         ...
 
     async def events_lag(self, consumer: str, now: datetime) -> float:
@@ -401,6 +432,38 @@ class Store(FeedStateStore, Protocol):
         ...
 
     async def members_leave(self, group: str, member: str) -> None: ...
+
+    # --- delivery (docs/delivery.md) ------------------------------------------------------
+    async def delivery_claim(self, claim: DeliveryClaim) -> Delivery | None:
+        """Take (run, channel) for one send, if the run is RUNNING with ``claim_token`` as its
+        lease token: insert it SENDING, or move a FAILED row (or a SENDING row claimed by an
+        earlier attempt of the run) back to SENDING with attempts + 1 and this claim token.
+        None: the attempt lost the run, the channel was delivered already or is being sent by
+        this attempt, or it is out of attempts."""
+        ...
+
+    async def delivery_done(self, done: DeliveryDone) -> bool:
+        """SENDING (with this claim token) -> DELIVERED (sent_at = now) or FAILED (error)."""
+        ...
+
+    async def deliveries_of(self, run_ids: list[str]) -> list[Delivery]:
+        """The deliveries of these runs, by run id then channel key."""
+        ...
+
+    async def inbox_list(self, query: InboxQuery) -> list[InboxItem]:
+        """A user's inbox: unread items first, each part newest first."""
+        ...
+
+    async def inbox_mark_read(self, user_id: str, item_id: str,
+                              now: datetime) -> InboxItem | None:
+        """Mark the user's item read (the first read time is kept); None if it is not theirs."""
+        ...
+
+    async def webhook_secret_add(self, secret: WebhookSecret) -> None: ...
+
+    async def webhook_secrets_recent(self, user_id: str, limit: int) -> list[WebhookSecret]:
+        """The user's newest signing secrets, newest first."""
+        ...
 
     # --- API tokens (stored hashed) -------------------------------------------------------
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None: ...

@@ -31,6 +31,7 @@ from onthedot.domain.models import (
     RetryPolicy,
     RunEvent,
     RunStatus,
+    default_notify,
 )
 from onthedot.store.base import FeedState, FeedStatesPut
 
@@ -87,6 +88,7 @@ def job_to_params(job: Job) -> dict[str, Any]:
         "created_at": ts(job.created_at),
         "updated_at": ts(job.updated_at),
         "version": job.version,
+        "notify_channels": json.dumps(job.notify, ensure_ascii=False),
     }
 
 
@@ -113,6 +115,7 @@ def job_from_row(row: Row) -> Job:
         created_at=_need_dt(row["created_at"]),
         updated_at=_need_dt(row["updated_at"]),
         version=int(row["version"]),
+        notify=_notify_of(row["job_id"], row["notify"]),
     )
 
 
@@ -245,6 +248,20 @@ def _retry_policy_of(job_id: str, stored: Any) -> RetryPolicy:
         log.warning("job %s: the stored retry policy cannot be read; using the default", job_id)
         return RetryPolicy()
     return policy
+
+
+def _notify_of(job_id: str, stored: Any) -> list[dict[str, Any]]:
+    """The job's channels; a list that cannot be read falls back to the inbox, which reaches
+    the job's own user and no one else."""
+    try:
+        channels = _loaded(stored)
+    except (ValueError, RecursionError):
+        channels = None
+    if isinstance(channels, list) and all(
+            isinstance(c, dict) and isinstance(c.get("channel"), str) for c in channels):
+        return channels
+    log.warning("job %s: the stored notify channels cannot be read; using the inbox", job_id)
+    return default_notify()
 
 
 def _output_of(run_id: str, stored: Any) -> Any:

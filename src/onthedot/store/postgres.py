@@ -45,6 +45,13 @@ from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool
 
 from onthedot.domain.clock import Clock, SystemClock
+from onthedot.domain.delivery import (
+    Delivery,
+    DeliveryClaim,
+    DeliveryDone,
+    InboxItem,
+    WebhookSecret,
+)
 from onthedot.domain.errors import BackendError, ConfigError
 from onthedot.domain.ids import bucket_start, scheduled_at_of, time_bucket_of
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
@@ -56,6 +63,7 @@ from onthedot.store.base import (
     EventApply,
     FeedState,
     FeedStatesPut,
+    InboxQuery,
     JobCreated,
     JobSave,
     Prune,
@@ -72,6 +80,16 @@ from onthedot.store.codec import (
     job_to_params,
     run_from_row,
     run_to_params,
+)
+from onthedot.store.delivery_rows import (
+    claim_params,
+    delivery_from_row,
+    done_params,
+    inbox_from_row,
+    inbox_params,
+    native_times,
+    secret_from_row,
+    secret_params,
 )
 from onthedot.store.pg_partitions import (
     Layout,
@@ -508,7 +526,7 @@ class PostgresStore(SharedReads):
         at = _scheduled_at(finish.run_id)
         if at is None:
             return None
-        row = await self._one(Q["run_finish"], {
+        params = {
             "run_id": finish.run_id,
             "scheduled_at": at,
             "token": finish.token,
@@ -517,7 +535,15 @@ class PostgresStore(SharedReads):
             "output": dump_output(finish.output),
             "error": finish.error,
             "dead_lettered": finish.dead_lettered,
-        })
+        }
+        if finish.inbox is None:
+            row = await self._one(Q["run_finish"], params)
+        else:
+            item = finish.inbox
+            inbox = native_times(inbox_params(item, finish.token),
+                                 scheduled_at=item.scheduled_at, created_at=item.created_at)
+            row = await self._one(Q["run_finish_with_inbox"],
+                                  {**params, **{f"i_{k}": v for k, v in inbox.items()}})
         if row is None:
             return None  # fenced: another attempt owns the run now
         return RunEvent(event_id=int(row["event_id"]), job_id=row["job_id"],
@@ -579,7 +605,10 @@ class PostgresStore(SharedReads):
                 runs += (await conn.execute(Q["job_runs_delete"], job)).rowcount
                 await conn.execute(Q["job_feed_state_delete"], job)
                 jobs += (await conn.execute(Q["job_delete"], {**params, **job})).rowcount
-            return Pruned(runs=runs, events=events, jobs=jobs)
+            deliveries = (await conn.execute(Q["prune_deliveries"], params)).rowcount
+            inbox = (await conn.execute(Q["prune_inbox"], params)).rowcount
+            return Pruned(runs=runs, events=events, jobs=jobs, deliveries=deliveries,
+                          inbox=inbox)
 
     async def events_lag(self, consumer: str, now: datetime) -> float:
         position = await self.cursor_get(consumer)
@@ -672,6 +701,43 @@ class PostgresStore(SharedReads):
 
     async def members_leave(self, group: str, member: str) -> None:
         await self._count(Q["member_leave"], {"group_name": group, "member": member})
+
+    # --- delivery ------------------------------------------------------------------------
+    async def delivery_claim(self, claim: DeliveryClaim) -> Delivery | None:
+        row = await self._one(Q["delivery_claim"], native_times(claim_params(claim),
+                                                                now=claim.now))
+        return None if row is None else delivery_from_row(row)
+
+    async def delivery_done(self, done: DeliveryDone) -> bool:
+        return await self._count(Q["delivery_done"],
+                                 native_times(done_params(done), now=done.now)) == 1
+
+    async def deliveries_of(self, run_ids: list[str]) -> list[Delivery]:
+        rows = await self._all(Q["deliveries_of_runs"], {"run_ids": run_ids})
+        return [delivery_from_row(r) for r in rows]
+
+    async def inbox_list(self, query: InboxQuery) -> list[InboxItem]:
+        after = query.after
+        rows = await self._all(Q["inbox_list"], {
+            "user_id": query.user_id, "limit": query.limit, "unread_only": query.unread_only,
+            "after_read": None if after is None else after.read,
+            "after_id": None if after is None else after.item_id,
+        })
+        return [inbox_from_row(r) for r in rows]
+
+    async def inbox_mark_read(self, user_id: str, item_id: str,
+                              now: datetime) -> InboxItem | None:
+        row = await self._one(Q["inbox_mark_read"],
+                              {"user_id": user_id, "item_id": item_id, "now": now})
+        return None if row is None else inbox_from_row(row)
+
+    async def webhook_secret_add(self, secret: WebhookSecret) -> None:
+        await self._count(Q["webhook_secret_add"],
+                          native_times(secret_params(secret), created_at=secret.created_at))
+
+    async def webhook_secrets_recent(self, user_id: str, limit: int) -> list[WebhookSecret]:
+        rows = await self._all(Q["webhook_secrets_recent"], {"user_id": user_id, "limit": limit})
+        return [secret_from_row(r) for r in rows]
 
     # --- tokens --------------------------------------------------------------------------
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:

@@ -9,12 +9,20 @@ handed to two processes (SQLite has no SKIP LOCKED).
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from onthedot.domain.clock import Clock, SystemClock
+from onthedot.domain.delivery import (
+    Delivery,
+    DeliveryClaim,
+    DeliveryDone,
+    InboxItem,
+    WebhookSecret,
+)
 from onthedot.domain.ids import bucket_start, time_bucket_of
 from onthedot.domain.models import (
     Job,
@@ -30,6 +38,7 @@ from onthedot.store.base import (
     EventApply,
     FeedState,
     FeedStatesPut,
+    InboxQuery,
     JobCreated,
     JobSave,
     Prune,
@@ -48,6 +57,15 @@ from onthedot.store.codec import (
     run_from_row,
     run_to_params,
     ts,
+)
+from onthedot.store.delivery_rows import (
+    claim_params,
+    delivery_from_row,
+    done_params,
+    inbox_from_row,
+    inbox_params,
+    secret_from_row,
+    secret_params,
 )
 from onthedot.store.reads import SharedReads
 from onthedot.store.sqlfile import load_migrations, load_queries
@@ -182,6 +200,10 @@ class SqliteStore(SharedReads):
             }).fetchone()
             if row is None:
                 return None  # fenced: another attempt owns the run now
+            if finish.inbox is not None:
+                params = inbox_params(finish.inbox, finish.token)
+                c.execute(Q["inbox_insert"], params)
+                c.execute(Q["inbox_delivered"], params)
             return _append_event(c, row["job_id"], finish.run_id, finish.status,
                                  finish.finished_at)
 
@@ -236,7 +258,10 @@ class SqliteStore(SharedReads):
                 runs += c.execute(Q["job_runs_delete"], {"job_id": row["job_id"]}).rowcount
                 c.execute(Q["job_feed_state_delete"], {"job_id": row["job_id"]})
                 jobs += c.execute(Q["job_delete"], {**params, "job_id": row["job_id"]}).rowcount
-            return Pruned(runs=runs, events=events, jobs=jobs)
+            deliveries = c.execute(Q["prune_deliveries"], params).rowcount
+            inbox = c.execute(Q["prune_inbox"], params).rowcount
+            return Pruned(runs=runs, events=events, jobs=jobs, deliveries=deliveries,
+                          inbox=inbox)
 
         return await self._db.write(tx)
 
@@ -336,6 +361,44 @@ class SqliteStore(SharedReads):
     async def members_leave(self, group: str, member: str) -> None:
         params = {"group_name": group, "member": member}
         await self._db.write(lambda c: c.execute(Q["member_leave"], params))
+
+    # --- delivery ------------------------------------------------------------------------
+    async def delivery_claim(self, claim: DeliveryClaim) -> Delivery | None:
+        params = claim_params(claim)
+        row = await self._db.write(lambda c: c.execute(Q["delivery_claim"], params).fetchone())
+        return None if row is None else delivery_from_row(row)
+
+    async def delivery_done(self, done: DeliveryDone) -> bool:
+        params = done_params(done)
+        return await self._db.write(lambda c: c.execute(Q["delivery_done"], params).rowcount == 1)
+
+    async def deliveries_of(self, run_ids: list[str]) -> list[Delivery]:
+        rows = await self._all(Q["deliveries_of_runs"], {"run_ids": json.dumps(run_ids)})
+        return [delivery_from_row(r) for r in rows]
+
+    async def inbox_list(self, query: InboxQuery) -> list[InboxItem]:
+        after = query.after
+        rows = await self._all(Q["inbox_list"], {
+            "user_id": query.user_id, "limit": query.limit,
+            "unread_only": int(query.unread_only),
+            "after_read": None if after is None else int(after.read),
+            "after_id": None if after is None else after.item_id,
+        })
+        return [inbox_from_row(r) for r in rows]
+
+    async def inbox_mark_read(self, user_id: str, item_id: str,
+                              now: datetime) -> InboxItem | None:
+        params = {"user_id": user_id, "item_id": item_id, "now": ts(now)}
+        row = await self._db.write(lambda c: c.execute(Q["inbox_mark_read"], params).fetchone())
+        return None if row is None else inbox_from_row(row)
+
+    async def webhook_secret_add(self, secret: WebhookSecret) -> None:
+        params = secret_params(secret)
+        await self._db.write(lambda c: c.execute(Q["webhook_secret_add"], params))
+
+    async def webhook_secrets_recent(self, user_id: str, limit: int) -> list[WebhookSecret]:
+        rows = await self._all(Q["webhook_secrets_recent"], {"user_id": user_id, "limit": limit})
+        return [secret_from_row(r) for r in rows]
 
     # --- tokens --------------------------------------------------------------------------
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:

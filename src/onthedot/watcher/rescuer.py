@@ -130,7 +130,7 @@ class Rescuer:
         for _ in range(PRUNE_MAX_ROUNDS):
             pruned = await self.store.prune(Prune(before=before, limit=PRUNE_BATCH))
             total += pruned.total
-            if max(pruned.runs, pruned.events, pruned.jobs) < PRUNE_BATCH:
+            if pruned.largest < PRUNE_BATCH:
                 break
         total += await self.queue.prune(before)
         if total:

@@ -9,7 +9,9 @@ Per delivery::
     heartbeat every visibility_timeout / 3 (store lease, then queue visibility) while the action
     runs and while its result is recorded
       v
-    success ---------> finish SUCCEEDED + RunEvent (one transaction) -> ack
+    success ---------> deliver the output to the job's channels (never fails the run; see
+                       onthedot.delivery), then finish SUCCEEDED + RunEvent (one transaction)
+                       -> ack
     failure, attempts left -> RETRYING with retry_at (in the store) -> ack; the rescuer hands the
                               run back at retry_at
     failure, last attempt or not retryable (egress refused)
@@ -39,7 +41,9 @@ import httpx
 
 from onthedot.actions import ActionContext, ActionRegistry, EgressGuard, guarded_client
 from onthedot.config import Settings
+from onthedot.delivery import Deliverer
 from onthedot.domain.clock import Clock
+from onthedot.domain.delivery import InboxItem
 from onthedot.domain.errors import ActionError, BackendError, OnTheDotError
 from onthedot.domain.models import MAX_BACKOFF_SECONDS, Job, JobRun, RetryPolicy, RunStatus
 from onthedot.metrics import Metrics
@@ -83,7 +87,8 @@ def _bounded(seconds: float, fallback: float) -> float:
 class Worker:
     def __init__(self, store: Store, queue: Queue, clock: Clock, settings: Settings,
                  actions: ActionRegistry, metrics: Metrics, concurrency: int | None = None,
-                 http: httpx.AsyncClient | None = None) -> None:
+                 http: httpx.AsyncClient | None = None,
+                 deliverer: Deliverer | None = None) -> None:
         self.store = store
         self.queue = queue
         self.clock = clock
@@ -93,6 +98,8 @@ class Worker:
         self.concurrency = concurrency or settings.workers
         self._http = http
         self._inflight: set[asyncio.Task[None]] = set()
+        self.deliverer = deliverer or Deliverer(store, clock, settings, self.http,
+                                                metrics=metrics)
 
     @property
     def visibility(self) -> float:
@@ -203,7 +210,8 @@ class Worker:
         self.metrics.attempts.inc()
         ok, output, error, retryable = await self._execute(job, run)
         if ok:
-            await self._succeed(run, token, delivery, output)
+            inbox = await self.deliverer.deliver(job, run, output)  # see its docstring
+            await self._succeed(run, token, delivery, output, inbox)
         elif retryable and run.attempt < job.retry_policy.max_attempts:
             await self._retry(job, run, token, delivery, error)
         else:
@@ -310,9 +318,10 @@ class Worker:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, RECORD_RETRY_MAX_SECONDS)
 
-    async def _succeed(self, run: JobRun, token: str, delivery: Delivery, output: Any) -> None:
+    async def _succeed(self, run: JobRun, token: str, delivery: Delivery, output: Any,
+                       inbox: InboxItem | None = None) -> None:
         finish = RunFinish(run_id=run.run_id, token=token, status=RunStatus.SUCCEEDED,
-                           finished_at=self.clock.now(), output=output)
+                           finished_at=self.clock.now(), output=output, inbox=inbox)
         event = await self._record(f"the result of run {run.run_id}",
                                    lambda: self.store.run_finish(finish))
         if event is None:

@@ -11,11 +11,12 @@
 WITH new_job AS (
     INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone,
                       status, retry_policy, misfire_policy, timeout_seconds, idempotency_key,
-                      request_hash, next_run_at, last_run_id, created_at, updated_at)
+                      request_hash, next_run_at, last_run_id, created_at, updated_at, notify)
     VALUES (%(job_id)s, %(user_id)s, %(name)s, %(action)s::jsonb, %(job_type)s, %(schedule)s,
             %(run_time)s, %(timezone)s, %(status)s, %(retry_policy)s::jsonb,
             %(misfire_policy)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
-            %(next_run_at)s, %(last_run_id)s, %(created_at)s, %(updated_at)s)
+            %(next_run_at)s, %(last_run_id)s, %(created_at)s, %(updated_at)s,
+            %(notify_channels)s::jsonb)
     ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING job_id
 ), new_run AS (
@@ -64,7 +65,7 @@ SET name = %(name)s, action = %(action)s::jsonb, job_type = %(job_type)s,
     status = %(status)s, retry_policy = %(retry_policy)s::jsonb,
     misfire_policy = %(misfire_policy)s, timeout_seconds = %(timeout_seconds)s,
     next_run_at = %(next_run_at)s, last_run_id = %(last_run_id)s, updated_at = %(updated_at)s,
-    version = version + 1
+    notify = %(notify_channels)s::jsonb, version = version + 1
 WHERE job_id = %(job_id)s AND user_id = %(user_id)s AND version = %(version)s
 RETURNING version
 
@@ -244,6 +245,35 @@ WITH finished AS (
     WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
       AND status = 'RUNNING' AND lease_token = %(token)s
     RETURNING job_id, run_id, status
+)
+INSERT INTO run_events (job_id, run_id, status, emitted_at)
+SELECT job_id, run_id, status, %(finished_at)s FROM finished
+RETURNING event_id, job_id
+
+-- name: run_finish_with_inbox
+-- run_finish, and the run's inbox item with its delivery row, in one statement: the item is
+-- written exactly when the attempt's success is (parameters of the item carry an i_ prefix).
+WITH finished AS (
+    UPDATE job_runs
+    SET status = %(status)s, finished_at = %(finished_at)s, output = %(output)s::jsonb,
+        error = %(error)s, dead_lettered = %(dead_lettered)s, lease_expires_at = NULL
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND status = 'RUNNING' AND lease_token = %(token)s
+    RETURNING job_id, run_id, status
+), item AS (
+    INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
+                       created_at)
+    SELECT %(i_item_id)s, %(i_user_id)s, job_id, run_id, %(i_title)s, %(i_body)s,
+           %(i_output)s::jsonb, %(i_scheduled_at)s, %(i_created_at)s
+    FROM finished
+    ON CONFLICT (run_id) DO NOTHING
+), delivered AS (
+    INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts,
+                            claim_token, sent_at, updated_at)
+    SELECT run_id, 'inbox', 'inbox', 'inbox', 'delivered', 1, %(token)s, %(i_created_at)s,
+           %(i_created_at)s
+    FROM finished
+    ON CONFLICT (run_id, channel_key) DO NOTHING
 )
 INSERT INTO run_events (job_id, run_id, status, emitted_at)
 SELECT job_id, run_id, status, %(finished_at)s FROM finished
@@ -579,3 +609,86 @@ VALUES (%(job_id)s, %(run_id)s, %(feed_url)s, %(etag)s, %(last_modified)s, %(fet
 
 -- name: job_feed_state_delete
 DELETE FROM feed_state WHERE job_id = %(job_id)s
+
+-- name: delivery_claim
+-- Only by the attempt that holds the run (fenced like every write of a run): a new (run,
+-- channel), a FAILED one, or a SENDING one whose attempt lost the run; never a DELIVERED one,
+-- never past max_attempts sends.
+INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
+                        updated_at)
+SELECT %(run_id)s::text, %(channel_key)s::text, %(channel)s::text, %(target)s::text,
+       'sending', 1, %(claim_token)s::text, %(now)s::timestamptz
+WHERE EXISTS (SELECT 1 FROM job_runs
+              WHERE run_id = %(run_id)s::text AND status = 'RUNNING'
+                AND lease_token = %(claim_token)s::text)
+ON CONFLICT (run_id, channel_key) DO UPDATE
+SET status = 'sending', attempts = deliveries.attempts + 1,
+    claim_token = excluded.claim_token, error = NULL, updated_at = excluded.updated_at
+WHERE deliveries.attempts < %(max_attempts)s
+  AND (deliveries.status = 'failed'
+       OR (deliveries.status = 'sending'
+           AND deliveries.claim_token IS DISTINCT FROM excluded.claim_token))
+RETURNING *
+
+-- name: delivery_done
+UPDATE deliveries
+SET status = %(status)s, error = %(error)s, updated_at = %(now)s,
+    sent_at = CASE WHEN %(status)s = 'delivered' THEN %(now)s ELSE sent_at END
+WHERE run_id = %(run_id)s AND channel_key = %(channel_key)s AND status = 'sending'
+  AND claim_token = %(claim_token)s
+
+-- name: deliveries_of_runs
+SELECT * FROM deliveries
+WHERE run_id = ANY(%(run_ids)s::text[])
+ORDER BY run_id, channel_key
+
+-- name: inbox_insert
+INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
+                   created_at)
+VALUES (%(item_id)s, %(user_id)s, %(job_id)s, %(run_id)s, %(title)s, %(body)s,
+        %(output)s::jsonb, %(scheduled_at)s, %(created_at)s)
+ON CONFLICT (run_id) DO NOTHING
+
+-- name: inbox_delivered
+INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
+                        sent_at, updated_at)
+VALUES (%(run_id)s, 'inbox', 'inbox', 'inbox', 'delivered', 1, %(claim_token)s, %(now)s,
+        %(now)s)
+ON CONFLICT (run_id, channel_key) DO NOTHING
+
+-- name: inbox_list
+-- Unread first, then newest first; the cursor is the last item of the previous page.
+SELECT * FROM inbox
+WHERE user_id = %(user_id)s
+  AND (NOT %(unread_only)s OR read_at IS NULL)
+  AND (%(after_read)s::boolean IS NULL
+       OR (NOT %(after_read)s::boolean
+           AND (read_at IS NOT NULL OR item_id < %(after_id)s::text))
+       OR (%(after_read)s::boolean AND read_at IS NOT NULL AND item_id < %(after_id)s::text))
+ORDER BY read_at IS NOT NULL, item_id DESC
+LIMIT %(limit)s
+
+-- name: inbox_mark_read
+-- Reading twice keeps the first time.
+UPDATE inbox SET read_at = coalesce(read_at, %(now)s)
+WHERE user_id = %(user_id)s AND item_id = %(item_id)s
+RETURNING *
+
+-- name: webhook_secret_add
+INSERT INTO webhook_secrets (secret_id, user_id, secret, created_at)
+VALUES (%(secret_id)s, %(user_id)s, %(secret)s, %(created_at)s)
+
+-- name: webhook_secrets_recent
+SELECT * FROM webhook_secrets WHERE user_id = %(user_id)s ORDER BY secret_id DESC
+LIMIT %(limit)s
+
+-- name: prune_deliveries
+DELETE FROM deliveries
+WHERE (run_id, channel_key) IN (SELECT run_id, channel_key FROM deliveries
+                                WHERE updated_at < %(before)s
+                                ORDER BY updated_at LIMIT %(limit)s)
+
+-- name: prune_inbox
+DELETE FROM inbox
+WHERE item_id IN (SELECT item_id FROM inbox
+                  WHERE created_at < %(before)s ORDER BY created_at LIMIT %(limit)s)

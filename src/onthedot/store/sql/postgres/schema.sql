@@ -26,7 +26,8 @@ CREATE TABLE jobs (
     updated_at      timestamptz NOT NULL,
     CONSTRAINT jobs_recurring_has_schedule CHECK (job_type <> 'recurring' OR schedule IS NOT NULL),
     CONSTRAINT jobs_one_time_has_time CHECK (job_type <> 'one-time' OR run_time IS NOT NULL),
-    version         bigint NOT NULL DEFAULT 0       -- compare-and-set on every change (0002)
+    version         bigint NOT NULL DEFAULT 0,      -- compare-and-set on every change (0002)
+    notify          jsonb NOT NULL DEFAULT '[{"channel": "inbox"}]'::jsonb  -- channels (0004)
 );
 CREATE INDEX jobs_by_user ON jobs (user_id, job_id);
 CREATE UNIQUE INDEX jobs_idempotency ON jobs (user_id, idempotency_key)
@@ -164,3 +165,48 @@ CREATE TABLE feed_state (
     seen          jsonb NOT NULL,                 -- array of item keys, bounded
     PRIMARY KEY (job_id, run_id, feed_url)
 );
+
+-- --- delivery (0004) ---
+-- One row per (run, channel): a channel DELIVERED for a run is never sent again, however often
+-- the run is executed.
+CREATE TABLE deliveries (
+    run_id      text COLLATE "C" NOT NULL,
+    channel_key text NOT NULL,                      -- "inbox", "email:<address>", "webhook:<url>"
+    channel     text NOT NULL CHECK (channel IN ('inbox', 'email', 'webhook')),
+    target      text NOT NULL,                      -- what the user sees: address, URL, "inbox"
+    status      text NOT NULL CHECK (status IN ('sending', 'delivered', 'failed')),
+    attempts    integer NOT NULL CHECK (attempts >= 0),
+    claim_token text,                               -- the run attempt that claimed it last
+    sent_at     timestamptz,
+    error       text,
+    updated_at  timestamptz NOT NULL,
+    PRIMARY KEY (run_id, channel_key),
+    CONSTRAINT deliveries_delivered_has_time CHECK (status <> 'delivered' OR sent_at IS NOT NULL)
+);
+CREATE INDEX deliveries_updated ON deliveries (updated_at);
+
+-- The inbox channel: one item per run, by construction.
+CREATE TABLE inbox (
+    item_id      text COLLATE "C" PRIMARY KEY,      -- ULID: sorts by delivery time
+    user_id      text NOT NULL,
+    job_id       text COLLATE "C" NOT NULL,
+    run_id       text COLLATE "C" NOT NULL UNIQUE,
+    title        text NOT NULL,
+    body         text NOT NULL,                     -- the output as text
+    output       jsonb,
+    scheduled_at timestamptz NOT NULL,
+    created_at   timestamptz NOT NULL,
+    read_at      timestamptz
+);
+CREATE INDEX inbox_by_user ON inbox (user_id, item_id);
+CREATE INDEX inbox_unread ON inbox (user_id, item_id) WHERE read_at IS NULL;
+CREATE INDEX inbox_created ON inbox (created_at);
+
+-- HMAC keys of the X-Onthedot-Signature header; kept readable because signing needs them.
+CREATE TABLE webhook_secrets (
+    secret_id  text COLLATE "C" PRIMARY KEY,        -- ULID: the newest signs
+    user_id    text NOT NULL,
+    secret     text NOT NULL,
+    created_at timestamptz NOT NULL
+);
+CREATE INDEX webhook_secrets_by_user ON webhook_secrets (user_id, secret_id);

@@ -3,10 +3,10 @@
 -- name: job_insert
 INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
                   retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
-                  next_run_at, last_run_id, created_at, updated_at)
+                  next_run_at, last_run_id, created_at, updated_at, notify)
 VALUES (:job_id, :user_id, :name, :action, :job_type, :schedule, :run_time, :timezone, :status,
         :retry_policy, :misfire_policy, :timeout_seconds, :idempotency_key, :request_hash,
-        :next_run_at, :last_run_id, :created_at, :updated_at)
+        :next_run_at, :last_run_id, :created_at, :updated_at, :notify_channels)
 ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
 -- name: job_by_idempotency_key
@@ -34,7 +34,7 @@ SET name = :name, action = :action, job_type = :job_type, schedule = :schedule,
     run_time = :run_time, timezone = :timezone, status = :status, retry_policy = :retry_policy,
     misfire_policy = :misfire_policy, timeout_seconds = :timeout_seconds,
     next_run_at = :next_run_at, last_run_id = :last_run_id, updated_at = :updated_at,
-    version = version + 1
+    notify = :notify_channels, version = version + 1
 WHERE job_id = :job_id AND user_id = :user_id AND version = :version
 RETURNING version
 
@@ -355,3 +355,79 @@ VALUES (:job_id, :run_id, :feed_url, :etag, :last_modified, :fetched_at, :seen)
 
 -- name: job_feed_state_delete
 DELETE FROM feed_state WHERE job_id = :job_id
+
+-- name: delivery_claim
+-- Only by the attempt that holds the run (fenced like every write of a run): a new (run,
+-- channel), a FAILED one, or a SENDING one whose attempt lost the run; never a DELIVERED one,
+-- never past :max_attempts sends.
+INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
+                        updated_at)
+SELECT :run_id, :channel_key, :channel, :target, 'sending', 1, :claim_token, :now
+WHERE EXISTS (SELECT 1 FROM job_runs
+              WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :claim_token)
+ON CONFLICT (run_id, channel_key) DO UPDATE
+SET status = 'sending', attempts = deliveries.attempts + 1,
+    claim_token = excluded.claim_token, error = NULL, updated_at = excluded.updated_at
+WHERE deliveries.attempts < :max_attempts
+  AND (deliveries.status = 'failed'
+       OR (deliveries.status = 'sending' AND deliveries.claim_token IS NOT excluded.claim_token))
+RETURNING *
+
+-- name: delivery_done
+UPDATE deliveries
+SET status = :status, error = :error, updated_at = :now,
+    sent_at = CASE WHEN :status = 'delivered' THEN :now ELSE sent_at END
+WHERE run_id = :run_id AND channel_key = :channel_key AND status = 'sending'
+  AND claim_token = :claim_token
+
+-- name: deliveries_of_runs
+SELECT * FROM deliveries
+WHERE run_id IN (SELECT value FROM json_each(:run_ids))
+ORDER BY run_id, channel_key
+
+-- name: inbox_insert
+INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
+                   created_at)
+VALUES (:item_id, :user_id, :job_id, :run_id, :title, :body, :output, :scheduled_at,
+        :created_at)
+ON CONFLICT (run_id) DO NOTHING
+
+-- name: inbox_delivered
+INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
+                        sent_at, updated_at)
+VALUES (:run_id, 'inbox', 'inbox', 'inbox', 'delivered', 1, :claim_token, :now, :now)
+ON CONFLICT (run_id, channel_key) DO NOTHING
+
+-- name: inbox_list
+-- Unread first, then newest first; the cursor is the last item of the previous page.
+SELECT * FROM inbox
+WHERE user_id = :user_id
+  AND (NOT :unread_only OR read_at IS NULL)
+  AND (:after_read IS NULL
+       OR (:after_read = 0 AND (read_at IS NOT NULL OR item_id < :after_id))
+       OR (:after_read = 1 AND read_at IS NOT NULL AND item_id < :after_id))
+ORDER BY read_at IS NOT NULL, item_id DESC
+LIMIT :limit
+
+-- name: inbox_mark_read
+-- Reading twice keeps the first time.
+UPDATE inbox SET read_at = coalesce(read_at, :now)
+WHERE user_id = :user_id AND item_id = :item_id
+RETURNING *
+
+-- name: webhook_secret_add
+INSERT INTO webhook_secrets (secret_id, user_id, secret, created_at)
+VALUES (:secret_id, :user_id, :secret, :created_at)
+
+-- name: webhook_secrets_recent
+SELECT * FROM webhook_secrets WHERE user_id = :user_id ORDER BY secret_id DESC LIMIT :limit
+
+-- name: prune_deliveries
+DELETE FROM deliveries
+WHERE (run_id, channel_key) IN (SELECT run_id, channel_key FROM deliveries
+                                WHERE updated_at < :before ORDER BY updated_at LIMIT :limit)
+
+-- name: prune_inbox
+DELETE FROM inbox
+WHERE item_id IN (SELECT item_id FROM inbox
+                  WHERE created_at < :before ORDER BY created_at LIMIT :limit)

@@ -1,0 +1,181 @@
+"""The Deliverer: sends a succeeded run's output to each of its job's channels, once per
+(run, channel).
+
+The worker calls it after the action succeeded and BEFORE it records the run's success: a crash
+in between leaves the run unrecorded, so it is executed again, and this time the channels
+already delivered are skipped. Recording success first would lose the delivery instead.
+
+Per e-mail or webhook channel, each try is::
+
+    claim (run, channel) in the store ---- refused: DELIVERED already, being sent by the live
+      |                                    attempt of the run, or out of sends -> done
+      v
+    send (SMTP / HTTP POST)   <-- a crash here, or before the next line, leaves SENDING: the
+      |                           next execution of the run sends again, with the same
+      v                           Message-ID / Idempotency-Key (docs/delivery.md)
+    record DELIVERED, or FAILED with the error (then up to TRIES_PER_EXECUTION tries, with a
+    doubling pause, while the error is worth retrying)
+
+The inbox channel is not sent here: ``deliver`` returns the run's inbox item and the worker
+records it with the run's success, in one transaction (inbox.py). Nothing here raises into the
+worker: a failed channel is recorded on the run's deliveries and the run still succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from onthedot.actions.signing import WebhookSigner
+from onthedot.config import Settings
+from onthedot.delivery.channels import channel_key, channel_target, delivery_id
+from onthedot.delivery.email import EmailChannel, SmtpConfig, build_message
+from onthedot.delivery.inbox import inbox_item
+from onthedot.delivery.render import json_payload, output_text, slack_payload, wants_delivery
+from onthedot.delivery.webhook import HttpClient, WebhookChannel
+from onthedot.domain.clock import Clock
+from onthedot.domain.delivery import (
+    Delivery,
+    DeliveryClaim,
+    DeliveryDone,
+    DeliveryStatus,
+    InboxItem,
+)
+from onthedot.domain.errors import BackendError, DeliveryError
+from onthedot.domain.models import Job, JobRun
+from onthedot.metrics import Metrics
+from onthedot.store.base import Store
+
+log = logging.getLogger("onthedot.delivery")
+
+T = TypeVar("T")
+TRIES_PER_EXECUTION = 3  # sends of one channel while the run is executed once
+MAX_SENDS = 10  # sends of one channel over every execution of the run
+RETRY_PAUSE_SECONDS = 1.0  # before the second try; doubles
+# A delivery record is retried against a failing store as long as the worker retries the run's
+# result (worker.RECORD_RETRY_SECONDS): giving up earlier would lose the delivery of a run that
+# is then recorded as succeeded.
+STORE_RETRY_SECONDS = 300.0
+STORE_RETRY_FIRST_SECONDS = 0.1  # first pause; doubles up to the next
+STORE_RETRY_MAX_SECONDS = 5.0
+
+Send = Callable[[], Awaitable[None]]
+
+
+class Deliverer:
+    def __init__(self, store: Store, clock: Clock, settings: Settings, http: HttpClient, *,
+                 metrics: Metrics | None = None,
+                 retry_pause_seconds: float = RETRY_PAUSE_SECONDS) -> None:
+        self.store = store
+        self.clock = clock
+        self.metrics = metrics or Metrics()
+        self.retry_pause_seconds = retry_pause_seconds
+        self.smtp = SmtpConfig.from_settings(settings)
+        self.email = EmailChannel(self.smtp)
+        self.webhook = WebhookChannel(http, WebhookSigner(store, clock))
+
+    async def deliver(self, job: Job, run: JobRun, output: Any) -> InboxItem | None:
+        """Deliver to every e-mail and webhook channel of ``job`` (concurrently); return the
+        inbox item for the worker to record with the result, if the job has an inbox. Never
+        raises but to cancel."""
+        if not job.notify or not wants_delivery(output):
+            return None
+        # The attempt's fencing token: only the attempt holding the run claims its channels.
+        token = run.lease_token or ""
+        text = output_text(output)
+        await asyncio.gather(*(self._channel(job, run, output, text, channel, token)
+                               for channel in job.notify if channel.get("channel") != "inbox"))
+        if any(channel.get("channel") == "inbox" for channel in job.notify):
+            return inbox_item(job, run, output, text, self.clock.now())
+        return None
+
+    async def _channel(self, job: Job, run: JobRun, output: Any, text: str,
+                       channel: dict[str, Any], token: str) -> None:
+        kind = channel.get("channel")
+        try:
+            send = self._sender(job, run, output, text, channel)
+            if send is None:
+                log.warning("job %s: unknown notify channel %r skipped", job.job_id, kind)
+                return
+            await self._tries(run, channel, token, send)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug or a store that stayed down: never the run's failure
+            log.exception("delivering run %s to %s failed", run.run_id, channel_key(channel))
+
+    def _sender(self, job: Job, run: JobRun, output: Any, text: str,
+                channel: dict[str, Any]) -> Send | None:
+        key = channel_key(channel)
+        if channel.get("channel") == "email":
+            sender = self.smtp.sender if self.smtp is not None else ""
+            message = build_message(job=job, run=run, to=str(channel["to"]), text=text,
+                                    sender=sender, channel_key=key, now=self.clock.now())
+            return lambda: self.email.send(message)
+        if channel.get("channel") == "webhook":
+            payload = (slack_payload(job, text) if channel.get("format") == "slack"
+                       else json_payload(job, run, output, text))
+            return lambda: self.webhook.send(str(channel["url"]), payload, user_id=job.user_id,
+                                             idempotency_key=delivery_id(run.run_id, key))
+        return None
+
+    async def _tries(self, run: JobRun, channel: dict[str, Any], token: str,
+                     send: Send) -> None:
+        kind = str(channel["channel"])
+        claim = DeliveryClaim(run_id=run.run_id, channel_key=channel_key(channel), channel=kind,
+                              target=channel_target(channel), claim_token=token,
+                              now=self.clock.now(), max_attempts=MAX_SENDS)
+        for tried in range(TRIES_PER_EXECUTION):
+            claimed = await self._stored(
+                run, lambda: self.store.delivery_claim(replace(claim, now=self.clock.now())))
+            if claimed is None:
+                return  # delivered already, being sent by the live attempt, or out of sends
+            error = await self._send_once(send, claimed)
+            if error is None:
+                await self._done(claimed, token, DeliveryStatus.DELIVERED, None)
+                return
+            await self._done(claimed, token, DeliveryStatus.FAILED, error.message)
+            log.warning("run %s: delivery to %s failed (send %d): %s", run.run_id,
+                        claimed.target, claimed.attempts, error.message)
+            if not error.retryable or tried + 1 == TRIES_PER_EXECUTION:
+                return
+            await asyncio.sleep(self.retry_pause_seconds * 2 ** tried)
+
+    @staticmethod
+    async def _send_once(send: Send, claimed: Delivery) -> DeliveryError | None:
+        try:
+            await send()
+        except DeliveryError as exc:
+            return exc
+        except Exception as exc:
+            log.exception("sending run %s to %s raised", claimed.run_id, claimed.target)
+            return DeliveryError(f"{type(exc).__name__}: {exc}", retryable=False)
+        return None
+
+    async def _done(self, claimed: Delivery, token: str, status: DeliveryStatus,
+                    error: str | None) -> None:
+        done = DeliveryDone(run_id=claimed.run_id, channel_key=claimed.channel_key,
+                            claim_token=token, status=status, now=self.clock.now(), error=error)
+        if await self._stored(claimed, lambda: self.store.delivery_done(done)):
+            self.metrics.deliveries.labels(channel=claimed.channel, status=status.value).inc()
+
+    @staticmethod
+    async def _stored(of: JobRun | Delivery, call: Callable[[], Awaitable[T]]) -> T:
+        """A store call, retried while the store is unavailable (the heartbeat keeps the run
+        meanwhile): a send that went out must be recorded, or the next execution of the run
+        would send it again."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STORE_RETRY_SECONDS
+        pause = STORE_RETRY_FIRST_SECONDS
+        while True:
+            try:
+                return await call()
+            except BackendError as exc:
+                if loop.time() + pause > deadline:
+                    raise
+                log.warning("recording the delivery of run %s failed (%s); retrying in %.1fs",
+                            of.run_id, exc.message, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, STORE_RETRY_MAX_SECONDS)

@@ -8,6 +8,7 @@ allowlist and fires them with a worker that may have another one, as when an ope
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -195,3 +196,10 @@ async def model_engine(tmp_path: Path) -> AsyncIterator[ModelEngineFactory]:
     for engine in made:
         await engine.worker.aclose()
         await engine.rt.close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (a model that is down)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

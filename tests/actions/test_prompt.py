@@ -6,7 +6,6 @@ table queue, fake clock)."""
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,7 +22,7 @@ from onthedot.domain.errors import ConfigError, EgressRefusedError
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, RunStatus
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
-from tests.actions.conftest import START, ModelEngineFactory
+from tests.actions.conftest import START, ModelEngineFactory, closed_port
 from tests.actions.newsfeeds import Entry, FeedServer, rss
 from tests.api.conftest import assert_problem
 from tests.engine.conftest import Engine
@@ -55,12 +54,6 @@ def feeds() -> Iterator[FeedServer]:
 def catalog(server: FeedServer) -> dict[str, Any]:
     """The deployment's feeds file: finance news from the loopback feed server."""
     return {"finance": {"zh-Hant": [server.url("/zh.xml")], "en": [server.url("/en.xml")]}}
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def prompt_job(engine: Engine, max_attempts: int = 3, **action: Any) -> str:

@@ -115,17 +115,21 @@ async def test_a_model_that_fails_leaves_the_offline_digest_and_says_so(
                                            "https://money.example/tsmc\n")
 
 
+@pytest.mark.parametrize("where", ["closed port", "unknown name"])
 async def test_a_model_that_is_down_leaves_the_offline_digest(
-        model_engine: ModelEngineFactory, feeds: FeedServer) -> None:
-    url = f"http://127.0.0.1:{closed_port()}/v1"
+        model_engine: ModelEngineFactory, feeds: FeedServer, where: str) -> None:
+    # .invalid never resolves (RFC 6761): the lookup fails in the model's guard.
+    url = f"http://127.0.0.1:{closed_port()}/v1" if where == "closed port" \
+        else "http://models.invalid:8000/v1"
     engine = await model_engine(url, egress_allow=LOOPBACK_ALLOW)
     job_id = await digest_job(engine, [feeds.url("/zh.xml")])
     run = await run_on(engine, job_id, 1)
 
     assert run.status is RunStatus.SUCCEEDED, run.error
     assert run.output["written_by"] == "offline"
-    assert run.output["model_error"] == f"the model at {url}/chat/completions did not answer: " \
-                                        "ConnectError"
+    assert run.output["model_error"].startswith(
+        f"the model at {url}/chat/completions did not answer: ConnectError"
+        if where == "closed port" else "could not resolve models.invalid: ")
     assert run.output["new_items"] == 2
 
 

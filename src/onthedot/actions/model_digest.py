@@ -29,6 +29,7 @@ from onthedot.actions.digest import (
     zone_of,
 )
 from onthedot.actions.model import LANGUAGE_NAMES, ModelEndpoint
+from onthedot.domain.errors import ActionError
 from onthedot.llm import LLM_TIMEOUT_SECONDS, ModelError
 
 log = logging.getLogger("onthedot.actions.digest")
@@ -53,7 +54,7 @@ class ModelDigest:
                                                   headers=headers)
         except TimeoutError:
             return _fallback(request, f"the model did not answer within {budget:g}s")
-        except ModelError as exc:
+        except (ModelError, ActionError) as exc:  # ActionError: the model's name did not resolve
             return _fallback(request, exc.message)
         if not completion.content:
             return _fallback(request, "the model answered with no text")

@@ -59,9 +59,11 @@ class Settings(BaseSettings):
     shard_lease_seconds: float = Field(10.0, gt=0, description="shard ownership lease of a watcher")
     max_body_bytes: int = Field(65536, gt=0, description="largest accepted API request body")
     llm_base_url: str | None = Field(None, description="OpenAI-compatible API base URL "
-                                     "(e.g. http://127.0.0.1:11434/v1); unset = offline parser")
-    llm_model: str = Field("gpt-4o-mini", description="model name for the chat front door and "
-                           "the llm action")
+                                     "(e.g. http://127.0.0.1:11434/v1) for the chat front door, "
+                                     "prompt actions and news digests; trusted operator "
+                                     "configuration; unset = offline parser and digests")
+    llm_model: str = Field("gpt-4o-mini", description="default model name for the chat front "
+                           "door, prompt actions and news digests")
     llm_api_key: str | None = Field(None, description="API key for llm_base_url")
     egress_allow: str = Field("", description="comma-separated host names and CIDRs that actions "
                               "may call although they are loopback, private or link-local "

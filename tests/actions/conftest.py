@@ -7,6 +7,8 @@ allowlist and fires them with a worker that may have another one, as when an ope
 
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,9 +23,10 @@ from onthedot.domain.clock import FakeClock
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
-from onthedot.watcher import Dispatcher
+from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
 from onthedot.worker import Worker
 from tests.actions.servers import Route, ScriptedServer
+from tests.engine.conftest import Engine
 
 START = datetime(2026, 6, 22, 0, 0, 30, tzinfo=UTC)
 
@@ -153,3 +156,50 @@ def serve() -> Iterator[Servers]:
     yield servers
     for server in servers.started:
         server.stop()
+
+
+# --- the engine with a model and news feeds (prompt and model-digest tests) -------------------
+ModelEngineFactory = Callable[..., Awaitable[Engine]]
+
+
+@pytest.fixture
+async def model_engine(tmp_path: Path) -> AsyncIterator[ModelEngineFactory]:
+    """``model_engine(llm_url, feeds={topic: {language: [url]}}, **settings)``: the engine of
+    tests/engine on a fresh SQLite file, with the model at ``llm_url`` (None: no model) and a
+    deployment feeds file naming ``feeds``. Loopback is NOT allowlisted unless the settings
+    say so (``egress_allow=LOOPBACK_ALLOW``): the model is reached because it is trusted."""
+    made: list[Engine] = []
+
+    async def make(llm_url: str | None, *, feeds: dict[str, Any] | None = None,
+                   **settings: Any) -> Engine:
+        if feeds is not None:
+            path = tmp_path / f"feeds{len(made)}.json"
+            path.write_text(json.dumps(feeds), "utf-8")
+            settings["news_feeds_file"] = str(path)
+        if llm_url is not None:
+            settings.update(llm_base_url=llm_url, llm_model="test-model",
+                            llm_api_key="sk-test")
+        full = Settings(database_url=f"sqlite:///{tmp_path}/model{len(made)}.db",
+                        visibility_timeout=30, misfire_grace=60, **settings)
+        clock = FakeClock(START)
+        rt = await Runtime.open(full, clock)
+        engine = Engine(
+            rt=rt, clock=clock,
+            dispatcher=Dispatcher(rt.store, rt.queue, clock, full, rt.metrics, "w1"),
+            worker=Worker(rt.store, rt.queue, clock, full, rt.actions, rt.metrics),
+            recurring=RecurringWatcher(rt.store, clock, full, "r1"),
+            rescuer=Rescuer(rt.store, rt.queue, clock, full, rt.metrics, "x1"))
+        made.append(engine)
+        return engine
+
+    yield make
+    for engine in made:
+        await engine.worker.aclose()
+        await engine.rt.close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (a model that is down)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

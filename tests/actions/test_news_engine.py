@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from onthedot.actions.digest import DigestRequest, OfflineDigest
+from onthedot.actions.digest import Digest, DigestRequest, OfflineDigest
 from onthedot.actions.egress import EgressGuard
 from onthedot.actions.news import NewsDigestAction
 from onthedot.api.app import create_app
@@ -32,7 +32,7 @@ DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
 FIRST = datetime(2026, 6, 22, 8, 0, tzinfo=UTC)  # 08:00 UTC, START's day
 DAILY = JobParams(type="recurring", schedule="0 8 * * *", timezone="UTC")
-OUTPUT_KEYS = {"digest", "items", "new_items", "problems", "language", "deliver"}
+OUTPUT_KEYS = {"digest", "written_by", "items", "new_items", "problems", "language", "deliver"}
 
 EngineFactory = Callable[..., Awaitable[Engine]]
 
@@ -123,6 +123,7 @@ async def test_first_run_digests_the_newest_then_only_what_is_new(
                                         "published": "2026-06-22T07:00:00+00:00"}
     assert first.output["new_items"] == 5
     assert first.output["deliver"] is True
+    assert first.output["written_by"] == "offline"  # no model configured
     assert first.output["language"] == "en"
     assert first.output["problems"] == []
     assert first.output["digest"] == "\n".join([
@@ -155,8 +156,8 @@ async def test_first_run_digests_the_newest_then_only_what_is_new(
 
     assert third.status is RunStatus.SUCCEEDED, third.error
     assert third.output == {"digest": "No new finance news since the last digest.",
-                            "items": [], "new_items": 0, "problems": [], "language": "en",
-                            "deliver": False}
+                            "written_by": "offline", "items": [], "new_items": 0,
+                            "problems": [], "language": "en", "deliver": False}
 
 
 async def test_a_chinese_task_gets_a_chinese_digest(make_engine: EngineFactory,
@@ -328,7 +329,7 @@ class FailingOnce:
         self.calls = 0
         self.fail_on = fail_on
 
-    async def write(self, request: DigestRequest) -> str:
+    async def write(self, request: DigestRequest) -> Digest:
         self.calls += 1
         if self.calls == self.fail_on:
             raise ActionError("the summary could not be written")

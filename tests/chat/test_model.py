@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.api.conftest import assert_problem
 from tests.chat.conftest import NEWS, TZ, chat_client, jobs_of
-from tests.chat.fake_openai import fake_openai, say, tool_call, tool_results
+from tests.support.fake_openai import fake_openai, say, tool_call, tool_results
 
 TOOLS = {"create_task", "list_tasks", "get_task", "update_task", "pause_task", "resume_task",
          "list_inbox", "mark_inbox_read",

@@ -8,14 +8,17 @@ from onthedot.actions.base import Action, ActionContext
 from onthedot.actions.catalog import FeedCatalog
 from onthedot.actions.egress import EgressGuard, guarded_client
 from onthedot.actions.message import MessageAction
+from onthedot.actions.model import ModelEndpoint
+from onthedot.actions.model_digest import ModelDigest
 from onthedot.actions.news import NewsDigestAction
+from onthedot.actions.prompt import PromptAction
 from onthedot.actions.signing import WebhookSigner
 from onthedot.actions.webhook import WebhookAction
 from onthedot.config import Settings
 from onthedot.domain.errors import ValidationError
 
-__all__ = ["Action", "ActionContext", "ActionRegistry", "EgressGuard", "WebhookSigner",
-           "default_registry", "guarded_client"]
+__all__ = ["Action", "ActionContext", "ActionRegistry", "EgressGuard", "ModelEndpoint",
+           "WebhookSigner", "default_registry", "guarded_client"]
 
 
 class ActionRegistry:
@@ -56,8 +59,14 @@ class ActionRegistry:
 
 def default_registry(settings: Settings, signer: WebhookSigner | None = None) -> ActionRegistry:
     """The built-in actions, their outbound calls judged by the deployment's egress allowlist;
-    webhooks signed by ``signer`` (none: unsigned). Raises ConfigError for an unusable news
-    feeds file (the process refuses to start)."""
+    webhooks signed by ``signer`` (none: unsigned). With a model configured
+    (``llm_base_url``), ``prompt`` runs and news digests are written by it; without one,
+    ``prompt`` is refused at creation and digests are offline. Raises ConfigError for an
+    unusable news feeds file or model URL (the process refuses to start)."""
     guard = EgressGuard.from_settings(settings)
+    catalog = FeedCatalog.from_settings(settings)
+    endpoint = ModelEndpoint.from_settings(settings)
+    writer = None if endpoint is None else ModelDigest(endpoint)
     return ActionRegistry([MessageAction(), WebhookAction(guard, signer),
-                           NewsDigestAction(guard, FeedCatalog.from_settings(settings))])
+                           NewsDigestAction(guard, catalog, writer),
+                           PromptAction(guard, endpoint, catalog)])

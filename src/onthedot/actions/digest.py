@@ -2,8 +2,9 @@
 
 The digest goes through a ``DigestWriter``. ``OfflineDigest`` is extractive and needs nothing
 but the items: headlines grouped by source, each group in the order of its newest item, one line
-per item with its time (in the job's timezone), its source and its link. A writer that asks a
-model for a summary plugs in at the same place (and can fall back to this one).
+per item with its time (in the job's timezone), its source and its link. ``ModelDigest``
+(``model_digest.py``) asks the configured model for a summary at the same place and falls back
+to this one; a ``Digest`` says which of them wrote it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Protocol
+from typing import Literal, Protocol
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -28,11 +29,25 @@ class DigestRequest:
     problems: Sequence[FeedProblem]
     timezone: str  # IANA, the job's: times are shown in it
     first: bool  # no earlier digest of this job: "nothing found" rather than "nothing new"
+    # For a writer that calls out: the run's idempotency key, and how long it may take.
+    idempotency_key: str | None = None
+    time_budget_seconds: float | None = None
+
+
+WrittenBy = Literal["model", "offline"]
+
+
+@dataclass(frozen=True)
+class Digest:
+    text: str
+    written_by: WrittenBy
+    model: str | None = None  # the model that wrote it
+    model_error: str | None = None  # why a model writer fell back to the offline digest
 
 
 class DigestWriter(Protocol):
-    async def write(self, request: DigestRequest) -> str:
-        """The digest text; an empty item list gets a sentence saying there is nothing new."""
+    async def write(self, request: DigestRequest) -> Digest:
+        """The digest; an empty item list gets a sentence saying there is nothing new."""
         ...
 
 
@@ -75,8 +90,8 @@ _TIME_FORMAT = "%m-%d %H:%M"
 class OfflineDigest:
     """Grouped headlines, no model."""
 
-    async def write(self, request: DigestRequest) -> str:
-        return render_offline(request)
+    async def write(self, request: DigestRequest) -> Digest:
+        return Digest(render_offline(request), "offline")
 
 
 def render_offline(request: DigestRequest) -> str:
@@ -86,17 +101,28 @@ def render_offline(request: DigestRequest) -> str:
     if request.items:
         groups = _by_source(request.items)
         lines.append(_headline(language, topic, len(request.items), len(groups)))
-        zone = _zone(request.timezone)
+        zone = zone_of(request.timezone)
         for source, items in groups.items():
             lines += ["", source]
             lines += [_line(item, language, zone) for item in items]
     else:
         sentences = _NOTHING_FOUND if request.first else _NOTHING_NEW
         lines.append(sentences[language].format(topic=topic))
-    unreadable = [p for p in request.problems if p.fatal]
-    if unreadable:
-        lines += ["", _unreadable(language, unreadable)]
+    note = unreadable_note(request)
+    if note is not None:
+        lines += ["", note]
     return "\n".join(lines)
+
+
+def unreadable_note(request: DigestRequest) -> str | None:
+    """One sentence naming the feeds that could not be read, or None."""
+    unreadable = [p for p in request.problems if p.fatal]
+    return _unreadable(request.language, unreadable) if unreadable else None
+
+
+def topic_words(topic: Topic | None, language: Language) -> str:
+    """The topic's name as it stands inside a sentence of ``language`` ("" for own feeds)."""
+    return _topic_words(topic, language).strip()
 
 
 def _topic_words(topic: Topic | None, language: Language) -> str:
@@ -148,7 +174,7 @@ def _host(url: str) -> str:
     return urlsplit(url).netloc or url
 
 
-def _zone(name: str) -> tzinfo:
+def zone_of(name: str) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):

@@ -8,6 +8,7 @@ server call itself, its neighbours or the cloud's metadata service and read the 
 How a host is judged (``check_host``)::
 
     normalise: lower case, percent-decoded, one trailing dot dropped
+      |-- a trusted (host, port) of the operator's (the model) -> resolve, admit every address
       |-- a name on the allowlist ------------------------------> resolve, admit every address
       |-- an IP literal in any spelling (2130706433, 0x7f.1, ::ffff:a9fe:a9fe)
       |       refused address (loopback, private, metadata, ...) and not allowlisted -> refuse
@@ -202,18 +203,27 @@ async def system_resolve(host: str, port: int) -> list[str]:
 
 class EgressGuard:
     """Decides whether a destination may be called. ``allow`` holds host names and CIDRs (or
-    single addresses) that are admitted although they would be refused."""
+    single addresses) that are admitted although they would be refused. ``trusted`` holds
+    (host, port) endpoints the operator configured for the service itself (the model's API):
+    admitted wherever they resolve, and only on that port."""
 
-    def __init__(self, allow: Iterable[str] = (), resolve: Resolver | None = None) -> None:
+    def __init__(self, allow: Iterable[str] = (), resolve: Resolver | None = None, *,
+                 trusted: Iterable[tuple[str, int]] = ()) -> None:
         self._names: set[str] = set()
         self._networks: list[IPNetwork] = []
         for entry in allow:
             self._add_allowed(entry)
+        self._trusted = {(_normalise(host), port) for host, port in trusted}
         self._resolve = resolve or system_resolve
 
     @classmethod
-    def from_settings(cls, settings: Settings, resolve: Resolver | None = None) -> EgressGuard:
-        return cls([e for e in settings.egress_allow.split(",") if e.strip()], resolve)
+    def from_settings(cls, settings: Settings, resolve: Resolver | None = None, *,
+                      trusted: Iterable[tuple[str, int]] = ()) -> EgressGuard:
+        """The deployment's guard (``ONTHEDOT_EGRESS_ALLOW``). Give ``trusted`` endpoints only
+        to a guard whose client calls them alone (``actions/model.py``): a guard shared with
+        users' URLs would let any job reach them."""
+        return cls([e for e in settings.egress_allow.split(",") if e.strip()], resolve,
+                   trusted=trusted)
 
     def _add_allowed(self, entry: str) -> None:
         text = entry.strip()
@@ -261,9 +271,11 @@ class EgressGuard:
         ``ActionError`` (worth retrying) when the name does not resolve. Connect to the returned
         addresses, never to ``host`` again: a second lookup could answer differently."""
         name = _normalise(host)
+        address = parse_ip_literal(name)
+        if (name, port) in self._trusted:
+            return [str(address)] if address is not None else await self._lookup(name, port)
         if name in self._names:
             return await self._lookup(name, port)
-        address = parse_ip_literal(name)
         if address is not None:
             self._refuse_if(self._address_refusal(address), host, address)
             return [str(address)]
@@ -353,15 +365,17 @@ def guarded_transport(guard: EgressGuard, *, verify: ssl.SSLContext | bool = Tru
     return transport
 
 
-def guarded_client(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True
-                   ) -> httpx.AsyncClient:
+def guarded_client(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True,
+                   follow_redirects: bool = True) -> httpx.AsyncClient:
     """The HTTP client for actions: every connection checked, redirects followed (each hop
-    checked again), no proxy taken from the environment (it would bypass the guard),
-    uncompressed answers asked for so ``read_capped`` bounds what is held in memory, and no
-    cookies kept: one client serves every user's runs, and a cookie one user's server sets
-    must not travel with another user's request."""
+    checked again; ``follow_redirects=False`` for an API that never redirects), no proxy taken
+    from the environment (it would bypass the guard), uncompressed answers asked for so
+    ``read_capped`` bounds what is held in memory, and no cookies kept: one client serves every
+    user's runs, and a cookie one user's server sets must not travel with another user's
+    request."""
     return httpx.AsyncClient(transport=guarded_transport(guard, verify=verify),
-                             follow_redirects=True, max_redirects=MAX_REDIRECTS, trust_env=False,
+                             follow_redirects=follow_redirects, max_redirects=MAX_REDIRECTS,
+                             trust_env=False,
                              headers={"Accept-Encoding": "identity"},
                              cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))
 

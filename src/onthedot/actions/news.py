@@ -10,8 +10,10 @@ One attempt::
       v
     write this run's feed states, fenced by the attempt (the last succeeded run's are kept
     until another run succeeds)
-    digest <- the DigestWriter (offline: grouped headlines)
-    output {"digest", "items", "new_items", "problems", "language", "deliver"}
+    digest <- the DigestWriter: the model's summary when a model is configured (the offline
+              digest when it fails or answers nothing), else grouped headlines
+    output {"digest", "written_by", "items", "new_items", "problems", "language", "deliver"}
+              (+ "model" when the model wrote it, "model_error" when it failed)
 
 ``deliver`` is False when nothing is new and the job did not set ``deliver_empty``: the
 delivery step skips such a run.
@@ -50,8 +52,10 @@ from onthedot.nl.parts import Language
 from onthedot.store.base import FeedState, FeedStatesPut
 
 LANGUAGES_EXPECTED = "en | zh-Hant | zh-Hans"
-# Of the job's timeout, the share one feed may take: the rest is for the store and the digest.
+# Of the job's timeout, the share one feed may take, and the share the model may take to write
+# the digest: what is left is for the store and, after a failed model, the offline digest.
 FEED_TIMEOUT_SHARE = 0.5
+MODEL_TIMEOUT_SHARE = 0.4
 MAX_ERROR_CHARS = 1000  # of the feeds' reasons in a failed attempt's error
 
 
@@ -135,15 +139,23 @@ class NewsDigestAction:
         await _remember(ctx, result)
         digest = await self.writer.write(DigestRequest(
             topic=topic, language=language, items=result.items, problems=result.problems,
-            timezone=ctx.job.params.timezone, first=previous is None))
-        return {
-            "digest": digest,
+            timezone=ctx.job.params.timezone, first=previous is None,
+            idempotency_key=ctx.idempotency_key,
+            time_budget_seconds=ctx.timeout_seconds * MODEL_TIMEOUT_SHARE))
+        output: dict[str, Any] = {
+            "digest": digest.text,
+            "written_by": digest.written_by,
             "items": [item.to_dict() for item in result.items],
             "new_items": len(result.items),
             "problems": [problem.to_dict() for problem in result.problems],
             "language": language,
             "deliver": bool(result.items) or params.get("deliver_empty") is True,
         }
+        if digest.model is not None:
+            output["model"] = digest.model
+        if digest.model_error is not None:
+            output["model_error"] = digest.model_error
+        return output
 
 
 def _limits(params: dict[str, Any], ctx: ActionContext) -> FeedLimits:

@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 from onthedot import nl
 from onthedot.api.models import JobOut
-from onthedot.chat.llm import ChatModel, run_with_tools
 from onthedot.config import Settings
 from onthedot.domain.errors import ValidationError
+from onthedot.llm import ChatModel, run_with_tools
 from onthedot.mcp.registry import ArgumentError, Caller, ToolRegistry, ToolResult
 from onthedot.mcp.server import server_instructions
 from onthedot.mcp.tools import build_registry

@@ -110,6 +110,12 @@ class ActionError(OnTheDotError):
     http_status = 502
     retryable = True
 
+    def __init__(self, message: str, *, code: str | None = None, field: str | None = None,
+                 expected: str | None = None, retryable: bool | None = None) -> None:
+        super().__init__(message, code=code, field=field, expected=expected)
+        if retryable is not None:  # else the class's answer
+            self.retryable = retryable
+
 
 class EgressRefusedError(ActionError):
     """An action tried to reach a destination the egress guard refuses (loopback, private,

@@ -1,5 +1,7 @@
 """A local HTTP server (real socket, loopback) that speaks the OpenAI chat-completions
-tool-calling protocol: a scripted stand-in for a remote model."""
+tool-calling protocol: a scripted stand-in for a remote model. A script answers each request
+with an assistant message, or with ``Fail(status)`` for a model that is overloaded (5xx, 429)
+or refuses the request (4xx)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,17 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-# request body -> the assistant message to answer with
-Script = Callable[[dict[str, Any]], dict[str, Any]]
+
+@dataclass(frozen=True)
+class Fail:
+    """An error answer, with an OpenAI-style error body."""
+
+    status: int
+    message: str = "the model is overloaded"
+
+
+# request body -> the assistant message to answer with, or an error
+Script = Callable[[dict[str, Any]], dict[str, Any] | Fail]
 
 
 def tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +68,9 @@ def fake_openai(script: Script) -> Iterator[FakeOpenAI]:
                 self._send(404, {"error": {"message": "not found"}})
                 return
             message = fake.script(body)
+            if isinstance(message, Fail):
+                self._send(message.status, {"error": {"message": message.message}})
+                return
             reason = "tool_calls" if message.get("tool_calls") else "stop"
             self._send(200, {"id": f"chatcmpl-{len(fake.requests)}", "object": "chat.completion",
                              "model": body["model"], "choices": [{

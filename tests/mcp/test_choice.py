@@ -66,6 +66,10 @@ async def test_offline_news_request_becomes_a_digest(rt: Runtime) -> None:
      {"type": "news_digest", "topic": "technology", "language": "en"},
      "OK, scheduled a technology news digest every day at 07:00 (Asia/Taipei); "
      "next run 2026-06-23 07:00."),
+    # The digest is in the task's language, the sentence in the language of `when`.
+    ({"when": "every day at 8am", "task": "總結財經新聞"}, DIGEST,
+     "OK, scheduled a finance news digest every day at 08:00 (Asia/Taipei); "
+     "next run 2026-06-23 08:00."),
     ({"when": "每天早上八点提醒我给新闻部打电话"}, {"type": "message", "text": "给新闻部打电话"},
      "好的，已安排：每天 08:00（Asia/Taipei）会提醒你「给新闻部打电话」，"
      "下次执行 2026-06-23 08:00。"),

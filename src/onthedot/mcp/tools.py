@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mcp.types import ToolAnnotations
 
@@ -197,8 +197,7 @@ def _explicit_kind(args: Mapping[str, Any]) -> Kind | None:
         raise ToolError("give either kind or webhook_url", code="conflicting_arguments",
                         field="kind", expected="kind (prompt | news_digest | message) for work "
                         "done here, or webhook_url to call a URL instead")
-    assert kind in KINDS  # the schema's enum
-    return kind  # type: ignore[no-any-return]
+    return cast(Kind, kind)  # one of KINDS: the registry checked the schema's enum
 
 
 def _webhook_action(text: str | None, webhook_url: str) -> dict[str, Any]:
@@ -382,7 +381,9 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     text = args.get("task") or (plan.parsed.task if plan.parsed else None)
     fields = _fields(plan.arg, kind_given=_explicit_kind(args) is not None)
     notify = _new_notify(args)
-    language = plan.parsed.language if plan.parsed else detect(text or "", timezone)
+    # The task's language: the sentence's when the task came from `when`, else its own words'.
+    language = (plan.parsed.language if plan.parsed and not args.get("task")
+                else detect(text or "", timezone))
     choice = _new_choice(args, text, caller, language)
     name = args.get("title")
     if choice is not None and choice.kind == "news_digest" and not name:

@@ -696,7 +696,8 @@ def chat(client: ApiClient, message: str, dry_run: bool, timezone: str | None,
         return
     click.echo(answer["reply"])
     for job in answer["jobs"]:
-        click.echo(f"  {job['job_id']}  {job['status']}  next run {job['next_run_at'] or '-'}")
+        click.echo(f"  {job['job_id']}  {job['status']}  {job['action']['type']}  "
+                   f"next run {job['next_run_at'] or '-'}")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -69,12 +69,20 @@ def test_chat_command(capsys: pytest.CaptureFixture[str], server: LiveServer) ->
     code, out, err = run_cli(capsys, "chat", NEWS, "--url", server.url)
     assert code == 0, err
     reply, job_line = out.strip().splitlines()
-    assert reply.startswith("好的，已排定：每天 08:00（Asia/Taipei）總結財經新聞，下次執行 ")
-    assert job_line.split()[1] == "scheduled"
+    assert reply.startswith("好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，")
+    assert job_line.split()[1:3] == ["scheduled", "news_digest"]
+    code, out, err = run_cli(capsys, "chat", "remind me to call mom tomorrow at 3pm",
+                             "--url", server.url)
+    assert code == 0, err
+    reply, job_line = out.strip().splitlines()
+    assert reply.startswith("OK, scheduled a reminder “call mom” for ")  # the real clock's day
+    assert reply.endswith(" 15:00 (Asia/Taipei).")
+    assert job_line.split()[1:3] == ["scheduled", "message"]
     code, out, _ = run_cli(capsys, "chat", "every weekday at 9am stand up", "--dry-run",
                            "--json", "--url", server.url)
     assert code == 0
     assert json.loads(out)["jobs"] == []
+    assert json.loads(out)["action"] == {"type": "message", "text": "stand up"}
     code, out, err = run_cli(capsys, "chat", "每週八提醒我喝水", "--url", server.url)
     assert_one_line_error(code, err, "422 could_not_understand", "field 每週八")
 

@@ -1,5 +1,8 @@
 """POST /v1/chat with a model: a local server speaking the OpenAI chat-completions
-tool-calling protocol calls the MCP tools, and its last message is the answer."""
+tool-calling protocol calls the MCP tools, and its last message is the answer.
+
+With a model configured, create_task makes the task a ``prompt`` the model carries out at fire
+time: the tests marked NEEDS_PROMPT pass once the prompt action is registered."""
 
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ def schedules_news(body: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_model_calls_create_task(db_url: str) -> None:
+    """NEEDS_PROMPT"""
     with fake_openai(schedules_news) as fake:
         async with chat_client(db_url, **model_settings(fake.url)) as client:
             response = await client.post("/v1/chat", json={"message": NEWS})
@@ -44,7 +48,8 @@ async def test_model_calls_create_task(db_url: str) -> None:
     assert body["reply"] == "好的，每天早上八點幫你總結財經新聞，下次執行 2026-06-23T00:00:00Z。"
     [job] = body["jobs"]
     assert job["job_params"]["schedule"] == "0 8 * * *"
-    assert job["action"]["text"] == "總結財經新聞"
+    assert job["action"] == {"type": "prompt", "prompt": "總結財經新聞"}
+    assert body["tool_calls"][0]["result"]["kind"] == "prompt"
     assert [c["name"] for c in body["tool_calls"]] == ["create_task"]
     assert body["tool_calls"][0]["ok"] is True
     # What the model saw: the tools, the key, the system prompt, then the tool result.
@@ -72,7 +77,9 @@ async def test_model_corrects_itself_after_an_error(db_url: str) -> None:
         last = results[-1]["content"]
         if not last["ok"]:
             assert last["error"]["field"] == "schedual"
-            return tool_call("c2", "create_task", {"task": "stretch", "in": {"minutes": 20}})
+            # The model may still pick a plain reminder explicitly.
+            return tool_call("c2", "create_task", {"task": "stretch", "in": {"minutes": 20},
+                                                   "kind": "message"})
         return say("OK, I will remind you to stretch in 20 minutes.")
 
     with fake_openai(script) as fake:
@@ -83,10 +90,12 @@ async def test_model_corrects_itself_after_an_error(db_url: str) -> None:
     assert [c["ok"] for c in body["tool_calls"]] == [False, True]
     assert body["tool_calls"][0]["result"]["error"]["code"] == "unknown_argument"
     assert body["jobs"][0]["next_run_at"] == "2026-06-22T02:20:00Z"
+    assert body["jobs"][0]["action"] == {"type": "message", "text": "stretch"}
     assert body["reply"] == "OK, I will remind you to stretch in 20 minutes."
 
 
 async def test_model_dry_run_creates_nothing(db_url: str) -> None:
+    """NEEDS_PROMPT"""
     with fake_openai(schedules_news) as fake:
         async with chat_client(db_url, **model_settings(fake.url)) as client:
             body = (await client.post("/v1/chat", json={"message": NEWS,
@@ -96,6 +105,7 @@ async def test_model_dry_run_creates_nothing(db_url: str) -> None:
     assert call["dry_run"] is True
     assert call["created"] is False
     assert call["would_create"]["next_runs"][0] == "2026-06-23T00:00:00Z"
+    assert call["would_create"]["action"] == {"type": "prompt", "prompt": "總結財經新聞"}
     assert body["jobs"] == []
     assert body["dry_run"] is True
     assert body["reply"] == "（試算）會在 2026-06-23T00:00:00Z 第一次執行。"

@@ -67,7 +67,7 @@ async def test_create_over_http_appears_in_rest(server: LiveServer) -> None:
     assert [j["job_id"] for j in jobs] == [created["task"]["job_id"]]
     job = jobs[0]
     assert job == created["task"] | {"last_run": job["last_run"]}
-    assert job["action"] == {"type": "message", "text": "總結財經新聞"}
+    assert job["action"] == {"type": "news_digest", "topic": "finance", "language": "zh-Hant"}
     assert job["job_params"]["schedule"] == "0 8 * * *"
     next_run = datetime.fromisoformat(job["next_run_at"])
     assert job["next_run_at"].endswith("T00:00:00Z")

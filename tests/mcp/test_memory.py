@@ -26,10 +26,14 @@ async def test_create_from_chinese_sentence(rt: Runtime) -> None:
     assert body["created"] is True
     assert task["job_params"] == {"type": "recurring", "time": None, "schedule": "0 8 * * *",
                                   "timezone": TZ}
-    assert task["action"] == {"type": "message", "text": "總結財經新聞"}
+    # No model configured: a news request becomes a digest (tests/mcp/test_choice.py).
+    assert task["action"] == {"type": "news_digest", "topic": "finance", "language": "zh-Hant"}
+    assert task["name"] == "總結財經新聞"
+    assert body["kind"] == "news_digest"
     assert task["next_run_at"] == "2026-06-23T00:00:00Z"  # 08:00 in Taipei
     assert body["understood"]["matched"] == "每天早上八點"
-    assert body["confirmation"].startswith("好的，已排定：每天 08:00（Asia/Taipei）總結財經新聞")
+    assert body["confirmation"].startswith(
+        "好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要")
     view = await rt.service.get_job("alice", task["job_id"])
     assert view.job.user_id == "alice"
 
@@ -137,11 +141,12 @@ async def test_lifecycle(rt: Runtime, clock: FakeClock) -> None:
             "task_id": task_id, "when": "every day at 9am", "title": "news"}))["task"]
         assert moved["job_params"]["schedule"] == "0 9 * * *"
         assert moved["name"] == "news"
-        assert moved["action"]["text"] == "總結財經新聞"
+        assert moved["action"] == task["action"]  # a new time leaves the action alone
         assert moved["next_run_at"] == "2026-06-23T01:00:00Z"
         retold = ok(await session.call_tool("update_task", {
             "task_id": task_id, "task": "summarize tech news", "timezone": "Asia/Tokyo"}))["task"]
-        assert retold["action"]["text"] == "summarize tech news"
+        assert retold["action"] == {"type": "news_digest", "topic": "technology",
+                                    "language": "en"}
         assert retold["job_params"]["timezone"] == "Asia/Tokyo"
         assert retold["next_run_at"] == "2026-06-23T00:00:00Z"  # 09:00 in Tokyo
         error(await session.call_tool("update_task", {"task_id": task_id}),

@@ -53,4 +53,4 @@ async def test_stdio_smoke(tmp_path: Path, errlog: TextIO) -> None:
         await runtime.close()
     assert view.job.params.schedule == "0 8 * * *"
     assert view.job.params.timezone == TZ
-    assert view.job.action == {"type": "message", "text": "總結財經新聞"}
+    assert view.job.action == {"type": "news_digest", "topic": "finance", "language": "zh-Hant"}

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from onthedot.domain.errors import ValidationError
-from onthedot.nl import ParseResult, parse, render_confirmation
+from onthedot.nl import Doing, ParseResult, parse, render_confirmation
 from onthedot.nl.describe import describe
 from onthedot.nl.lang import detect, normalise_language
 from onthedot.nl.numbers import en_ordinal, en_to_int, zh_to_int
@@ -191,3 +191,25 @@ def test_error_carries_expected_forms_and_language() -> None:
     assert error.expected is not None
     assert "60" in error.expected
     assert error.to_dict()["code"] == "could_not_understand"
+
+
+def test_confirmation_says_what_the_job_does() -> None:
+    news = parse("每天早上八點幫我總結財經新聞", now=TAIPEI_SUNDAY, timezone="Asia/Taipei")
+    finance = Doing("news_digest", topic="finance")
+    assert render_confirmation(news, TAIPEI_SUNDAY, doing=finance) == (
+        "好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，"
+        "下次執行 2026-11-30 08:00。")
+    # A digest of no known topic, and the sentence in another language than the text.
+    assert render_confirmation(news, TAIPEI_SUNDAY, language="zh-CN",
+                               doing=Doing("news_digest")) \
+        == "好的，已安排：每天 08:00（Asia/Taipei）会为你整理新闻摘要，下次执行 2026-11-30 08:00。"
+    assert render_confirmation(news, TAIPEI_SUNDAY, language="en", doing=Doing("news_digest")) \
+        == ("OK, scheduled a news digest every day at 08:00 (Asia/Taipei); "
+            "next run 2026-11-30 08:00.")
+    later = parse("remind me to call mom tomorrow at 3pm", now=TAIPEI_SUNDAY,
+                  timezone="America/New_York")
+    assert render_confirmation(later, TAIPEI_SUNDAY, doing=Doing("prompt", "call mom")) == (
+        "OK, I will carry out “call mom” at 2026-11-29 15:00 (America/New_York).")
+    # Braces in the task are text, not a template.
+    assert render_confirmation(later, TAIPEI_SUNDAY, doing=Doing("message", "{when}")) == (
+        "OK, scheduled a reminder “{when}” for 2026-11-29 15:00 (America/New_York).")

@@ -43,7 +43,7 @@ class ToolCallOut(BaseModel):
 
 class ChatResponse(BaseModel):
     reply: str = Field(description="the answer, in the user's language",
-                       examples=["好的，已排定：每天 08:00（Asia/Taipei）總結財經新聞，"
+                       examples=["好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，"
                                  "下次執行 2026-06-23 08:00。"])
     decided_by: Literal["parser", "model"]
     dry_run: bool
@@ -52,6 +52,10 @@ class ChatResponse(BaseModel):
     understood: dict[str, Any] | None = Field(
         description="parser: job_params, task, matched and next_runs as `onthedot parse` "
                     "prints them")
+    action: dict[str, Any] | None = Field(
+        default=None, description="parser: the action chosen for the task (news_digest or "
+        "message), also on a dry run", examples=[{"type": "news_digest", "topic": "finance",
+                                                  "language": "zh-Hant"}])
     tool_calls: list[ToolCallOut] = Field(description="model: the tools it called, in order")
 
 
@@ -73,4 +77,5 @@ async def chat(
                         dry_run=answer.dry_run,
                         jobs=[JobOut.model_validate(j) for j in answer.jobs],
                         language=answer.language, understood=answer.understood,
+                        action=answer.action,
                         tool_calls=[ToolCallOut.model_validate(c) for c in answer.tool_calls])

@@ -3,11 +3,14 @@
 Who decides:
 
 * no model configured (``llm_base_url`` unset): the offline parser ``onthedot.nl`` reads the
-  sentence; the job is created through the service and the answer is ``render_confirmation`` in
-  the language of the sentence. What it cannot read exactly is a ``ParseError`` (HTTP 422) whose
-  ``field`` is the fragment it could not read; it never guesses.
+  sentence and ``actions.choice`` picks the action from its task (a news digest when it asks for
+  news, else a reminder); the job is created through the service and the answer is
+  ``render_confirmation`` in the language of the sentence, saying which. What it cannot read
+  exactly is a ``ParseError`` (HTTP 422) whose ``field`` is the fragment it could not read; it
+  never guesses.
 * a model configured: the model gets the MCP tools (same schemas, same handlers, same user) and
-  decides what to call; its last message is the answer.
+  decides what to call (``create_task`` makes the task a prompt it carries out at fire time);
+  its last message is the answer.
 
 ``dry_run`` creates and changes nothing: the parser path reports what it understood, and over
 the model path every changing tool answers with what it would have done.
@@ -21,6 +24,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from onthedot import nl
+from onthedot.actions.choice import choose_action
 from onthedot.api.models import JobOut
 from onthedot.config import Settings
 from onthedot.domain.errors import ValidationError
@@ -54,6 +58,7 @@ class ChatAnswer:
     jobs: list[dict[str, Any]]  # created or changed, rendered as GET /v1/jobs/{id} renders them
     language: str | None = None  # parser path: en | zh-Hant | zh-Hans
     understood: dict[str, Any] | None = None  # parser path: ParseResult.to_dict()
+    action: dict[str, Any] | None = None  # parser path: the action chosen for the task
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # model path: name, args, result
 
 
@@ -80,17 +85,23 @@ class FrontDoor:
                                   field="message", expected="what to do, in the same sentence "
                                   "as when, e.g. 每天早上八點幫我總結財經新聞")
         understood = result.to_dict()
-        reply = nl.render_confirmation(result, now)
+        # This path runs only without a model, so the choice is a digest or a reminder.
+        choice = choose_action(result.task, model_configured=bool(self.settings.llm_base_url),
+                               language=result.language)
+        reply = nl.render_confirmation(result, now, doing=choice.doing)
+        spec = JobSpec(action=choice.action, params=result.job_params,
+                       # a digest has no text of its own to name the job after
+                       name=result.task if choice.kind == "news_digest" else None)
         if dry_run:
+            self.service.actions.validate(spec.action)
             return ChatAnswer(reply=reply + _DRY_RUN_NOTE[result.language], decided_by="parser",
                               dry_run=True, jobs=[], language=result.language,
-                              understood=understood)
-        spec = JobSpec(action={"type": "message", "text": result.task},
-                       params=result.job_params)
+                              understood=understood, action=choice.action)
         view, _created = await self.service.create_job(user_id, spec, idempotency_key)
         return ChatAnswer(reply=reply, decided_by="parser", dry_run=False,
                           jobs=[JobOut.of(view).model_dump(mode="json")],
-                          language=result.language, understood=understood)
+                          language=result.language, understood=understood,
+                          action=choice.action)
 
     # --- with a model ----------------------------------------------------------------------
     async def _by_model(self, user_id: str, message: str, tz: str,

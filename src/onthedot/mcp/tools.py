@@ -9,6 +9,11 @@ Where results go is given flat too: ``notify_inbox`` (default true), ``notify_em
 ``notify_webhook`` and ``notify_webhook_format`` become the job's ``notify`` list; on
 ``update_task`` each one changes only its own channel ("" removes an address or URL).
 
+What a task does is chosen from its text unless ``kind`` says (``actions.choice``): with a
+model configured, a ``prompt`` the model carries out at fire time; without one, a
+``news_digest`` when the text asks for news ("總結財經新聞" -> finance), else a ``message``
+reminder. ``update_task`` with new text keeps the task's kind; a ``kind`` switches it.
+
 The time of a task is given as exactly one of ``when`` (natural language, read by
 ``onthedot.nl`` in the task's timezone), ``schedule`` (cron, RRULE or VEVENT), ``time`` (ISO 8601)
 or ``in`` (an offset from now). There is no implicit "now": a forgotten time is an error, and
@@ -21,15 +26,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mcp.types import ToolAnnotations
 
 from onthedot import nl
+from onthedot.actions.choice import KINDS, Choice, Kind, action_of_kind, choose_action
 from onthedot.api.models import InboxItemOut, JobOut, RunOut
-from onthedot.domain.errors import OnTheDotError, ParseError
+from onthedot.domain.errors import OnTheDotError, ParseError, ValidationError
 from onthedot.domain.models import JobParams, default_notify
 from onthedot.mcp.registry import Caller, ToolDef, ToolError, ToolRegistry
+from onthedot.nl.lang import detect
+from onthedot.nl.parts import Language
 from onthedot.schedule import compile_schedule, run_bounded
 from onthedot.schedule.local import load_timezone
 from onthedot.service import JobPatch, JobSpec, JobView
@@ -95,13 +103,21 @@ def _time_properties(timezone_default: str | None) -> dict[str, Any]:
     }
 
 
-def _what_properties() -> dict[str, Any]:
+def _what_properties(*, on_update: bool) -> dict[str, Any]:
+    auto = ("Omitted: the task keeps its kind (new task text changes its text)." if on_update
+            else "Default auto: prompt if the server has a model, else news_digest when the "
+                 "task asks for news, else message.")
     return {
         "title": _text("A short name for the task. Default: the start of the task text.",
                        maxLength=200),
         "task": _text("What to do when it fires: the prompt or message, e.g. \"summarize the "
                       "financial news\". Default with when: the rest of that sentence.",
                       minLength=1, maxLength=MAX_TEXT_CHARS),
+        "kind": _text("What each run does: prompt (a model carries out the task; needs a "
+                      "model on the server), news_digest (a digest of news on the task's "
+                      "topic: finance, technology or world), message (a reminder with the "
+                      f"task text), auto. {auto}", enum=["auto", *KINDS],
+                      **({} if on_update else {"default": "auto"})),
     }
 
 
@@ -171,34 +187,92 @@ def _zone_name(value: str) -> str:
     return load_timezone(value, field="timezone").key
 
 
-def _new_action(text: str | None, webhook_url: str | None) -> dict[str, Any]:
-    if webhook_url is not None:
-        action: dict[str, Any] = {"type": "webhook", "url": webhook_url}
-        if text:
-            action["body"] = {"task": text}
-        return action
+def _explicit_kind(args: Mapping[str, Any]) -> Kind | None:
+    """The kind the caller picked; None for auto or omitted. A kind and a webhook_url conflict:
+    a webhook is a kind of its own."""
+    kind = args.get("kind")
+    if kind in (None, "auto"):
+        return None
+    if args.get("webhook_url") is not None:
+        raise ToolError("give either kind or webhook_url", code="conflicting_arguments",
+                        field="kind", expected="kind (prompt | news_digest | message) for work "
+                        "done here, or webhook_url to call a URL instead")
+    return cast(Kind, kind)  # one of KINDS: the registry checked the schema's enum
+
+
+def _webhook_action(text: str | None, webhook_url: str) -> dict[str, Any]:
+    action: dict[str, Any] = {"type": "webhook", "url": webhook_url}
+    if text:
+        action["body"] = {"task": text}
+    return action
+
+
+def _choice(text: str, kind: Kind | None, caller: Caller, language: Language) -> Choice:
+    """The action for ``text``: of ``kind``, or chosen from the words (docs/mcp.md)."""
+    if kind is None:
+        return choose_action(text, language=language,
+                             model_configured=bool(caller.service.settings.llm_base_url))
+    try:
+        return action_of_kind(kind, text, language=language)
+    except ValidationError as exc:  # a news_digest whose words name no topic
+        raise ToolError(exc.message, code=exc.code, field="task",
+                        expected=exc.expected) from None
+
+
+def _new_choice(args: Mapping[str, Any], text: str | None, caller: Caller,
+                language: Language) -> Choice | None:
+    """The chosen action, or None for a webhook (the caller gave its URL)."""
+    kind = _explicit_kind(args)
+    if args.get("webhook_url") is not None:
+        return None
     if not text:
         raise ToolError("what should the task do?", code="missing_argument", field="task",
                         expected='the task text, e.g. "summarize the financial news" '
                                  '(or a webhook_url)')
-    return {"type": "message", "text": text}
+    return _choice(text, kind, caller, language)
 
 
-def _changed_action(current: dict[str, Any], text: str | None,
-                    webhook_url: str | None) -> dict[str, Any] | None:
-    if webhook_url is not None:
-        return _new_action(text or _text_of(current), webhook_url)
+def _changed_action(current: dict[str, Any], fallback_text: str, args: Mapping[str, Any],
+                    caller: Caller, timezone: str) -> dict[str, Any] | None:
+    """The action after update_task: a new webhook, a switched kind, or the current kind with
+    new text; None when neither text, kind nor webhook_url was given."""
+    text: str | None = args.get("task")
+    kind = _explicit_kind(args)
+    if args.get("webhook_url") is not None:
+        return _webhook_action(text or _text_of(current), args["webhook_url"])
+    if kind is not None and kind != current.get("type"):
+        words = text or _text_of(current) or fallback_text
+        return _choice(words, kind, caller, detect(words, timezone)).action
     if text is None:
         return None
-    if current.get("type") == "webhook":
+    kept = current.get("type")
+    if kept == "webhook":
         body = current.get("body")
         return {**current, "body": {**(body if isinstance(body, dict) else {}), "task": text}}
+    if kept == "prompt":
+        return {**current, "prompt": text}
+    if kept == "news_digest":
+        return _retold_digest(current, text, caller, detect(text, timezone))
     return {**current, "text": text}
+
+
+def _retold_digest(current: dict[str, Any], text: str, caller: Caller,
+                   language: Language) -> dict[str, Any]:
+    """A digest told new words: its topic and language re-read from them, its feeds and limits
+    kept. A digest with its own feeds may lose its topic (the feeds are what it reads)."""
+    try:
+        derived = _choice(text, "news_digest", caller, language)
+    except ToolError:
+        if "feeds" not in current:
+            raise
+        return {k: v for k, v in current.items() if k != "topic"} | {"language": language}
+    return {**current, "topic": derived.topic, "language": derived.language}
 
 
 def _text_of(action: Mapping[str, Any]) -> str | None:
     body = action.get("body")
-    text = action.get("text") or (body.get("task") if isinstance(body, dict) else None)
+    text = (action.get("text") or action.get("prompt")
+            or (body.get("task") if isinstance(body, dict) else None))
     return text if isinstance(text, str) else None
 
 
@@ -245,11 +319,12 @@ def _notify_field(field: str) -> str:
     return "notify_inbox"
 
 
-def _fields(time_arg: str | None) -> dict[str, str]:
+def _fields(time_arg: str | None, kind_given: bool = False) -> dict[str, str]:
     """Service error fields -> the tool argument that carries them."""
-    fields = {"job_params.timezone": "timezone", "action.text": "task", "action.type": "task",
-              "action.body": "task", "action.url": "webhook_url", "name": "title",
-              "Idempotency-Key": "idempotency_key", "job_id": "task_id"}
+    fields = {"job_params.timezone": "timezone", "action.text": "task",
+              "action.type": "kind" if kind_given else "task", "action.prompt": "task",
+              "action.topic": "task", "action.body": "task", "action.url": "webhook_url",
+              "name": "title", "Idempotency-Key": "idempotency_key", "job_id": "task_id"}
     if time_arg is not None:
         fields |= {"job_params.schedule": time_arg, "job_params.time": time_arg,
                    "job_params.type": time_arg}
@@ -304,15 +379,24 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         raise ToolError("create_task needs the time of the task", code="missing_argument",
                         field="when", expected=TIME_EXPECTED)
     text = args.get("task") or (plan.parsed.task if plan.parsed else None)
-    fields = _fields(plan.arg)
+    fields = _fields(plan.arg, kind_given=_explicit_kind(args) is not None)
     notify = _new_notify(args)
-    spec = JobSpec(action=_new_action(text, args.get("webhook_url")), params=plan.params,
-                   name=args.get("title"), misfire_policy=args.get("misfire_policy", "run_late"),
+    # The task's language: the sentence's when the task came from `when`, else its own words'.
+    language = (plan.parsed.language if plan.parsed and not args.get("task")
+                else detect(text or "", timezone))
+    choice = _new_choice(args, text, caller, language)
+    name = args.get("title")
+    if choice is not None and choice.kind == "news_digest" and not name:
+        name = text  # a digest has no text of its own to name the job after
+    spec = JobSpec(action=_webhook_action(text, args["webhook_url"]) if choice is None
+                   else choice.action, params=plan.params, name=name,
+                   misfire_policy=args.get("misfire_policy", "run_late"),
                    notify=default_notify() if notify is None else notify)
     understood = None if plan.parsed is None else replace(plan.parsed, task=text or "")
-    out: dict[str, Any] = {} if understood is None else {"understood": {
-        "matched": understood.matched, "task": understood.task,
-        "job_params": understood.job_params.to_dict()}}
+    out: dict[str, Any] = {"kind": "webhook" if choice is None else choice.kind}
+    if understood is not None:
+        out["understood"] = {"matched": understood.matched, "task": understood.task,
+                             "job_params": understood.job_params.to_dict()}
     if caller.dry_run:
         try:
             runs = await _preview_runs(spec, caller, now)
@@ -325,7 +409,8 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     view, created = await _mapped(caller.service.create_job(
         caller.user_id, spec, args.get("idempotency_key")), fields)
     if understood is not None:
-        out["confirmation"] = nl.render_confirmation(understood, now)
+        out["confirmation"] = nl.render_confirmation(
+            understood, now, doing=None if choice is None else choice.doing)
     return {"created": created, "task": _render(view), **out}
 
 
@@ -354,22 +439,21 @@ async def update_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     params = plan.params if plan else (
         replace(job.params, timezone=timezone) if "timezone" in args else None)
     patch = JobPatch(name=args.get("title"), params=params,
-                     action=_changed_action(job.action, args.get("task"),
-                                            args.get("webhook_url")),
+                     action=_changed_action(job.action, job.name, args, caller, timezone),
                      misfire_policy=args.get("misfire_policy"),
                      notify=_changed_notify(job.notify, args))
     if patch == JobPatch():
         raise ToolError("update_task got nothing to change", code="missing_argument",
-                        field="arguments", expected="at least one of: title, task, webhook_url, "
-                        "when, schedule, time, in, timezone, misfire_policy, "
-                        + ", ".join(NOTIFY_ARGS))
+                        field="arguments", expected="at least one of: title, task, kind "
+                        "(other than auto), webhook_url, when, schedule, time, in, timezone, "
+                        "misfire_policy, " + ", ".join(NOTIFY_ARGS))
     if caller.dry_run:
         changes = {"name": patch.name, "action": patch.action, "misfire_policy":
                    patch.misfire_policy, "job_params": params.to_dict() if params else None,
                    "notify": patch.notify}
         return {"dry_run": True, "task": _render(view),
                 "would_change": {k: v for k, v in changes.items() if v is not None}}
-    fields = _fields(plan.arg if plan else None)
+    fields = _fields(plan.arg if plan else None, kind_given=_explicit_kind(args) is not None)
     return {"task": _render(await _mapped(service.update_job(user, job.job_id, patch), fields))}
 
 
@@ -439,8 +523,10 @@ def build_registry(default_timezone: str) -> ToolRegistry:
                 "weekday at 9am\", \"每天早上八點\"; easiest), schedule (cron or RRULE), time "
                 "(ISO 8601) or in ({\"minutes\": 15}). when=\"now\" runs it at once. "
                 f"timezone defaults to {tz}. With when, task defaults to the rest of the "
-                "sentence."),
-            input_schema=_object({**_what_properties(), **_time_properties(tz),
+                "sentence. The task becomes a prompt a model carries out (if the server has "
+                "a model), else a news digest when it asks for news, else a reminder; kind "
+                "picks one."),
+            input_schema=_object({**_what_properties(on_update=False), **_time_properties(tz),
                                   **_option_properties(), "idempotency_key": _text(
                                       "Retrying with the same key returns the task created "
                                       "the first time instead of a second one.",
@@ -465,11 +551,12 @@ def build_registry(default_timezone: str) -> ToolRegistry:
         ToolDef(
             name="update_task", title="Change a task",
             description=(
-                "Change a task's time, text, title or timezone; omitted arguments stay as they "
-                "are. Give a new time as one of when (the user's words; it sets only the time), "
-                "schedule (cron or RRULE), time (ISO 8601) or in ({\"minutes\": 15}); timezone "
-                "defaults to the task's. A new time replaces the pending run."),
-            input_schema=_object({"task_id": TASK_ID, **_what_properties(),
+                "Change a task's time, text, title, kind or timezone; omitted arguments stay as "
+                "they are; new text keeps the task's kind. Give a new time as one of when (the "
+                "user's words; it sets only the time), schedule (cron or RRULE), time (ISO "
+                "8601) or in ({\"minutes\": 15}); timezone defaults to the task's. A new time "
+                "replaces the pending run."),
+            input_schema=_object({"task_id": TASK_ID, **_what_properties(on_update=True),
                                   **_time_properties(None), **_option_properties()},
                                  required=("task_id",)),
             annotations=_changes(idempotent=True), handler=update_task),

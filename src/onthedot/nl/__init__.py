@@ -16,13 +16,13 @@ from onthedot.nl import en, zh
 from onthedot.nl.combine import Unreadable, fail, merge, select
 from onthedot.nl.lang import detect, has_cjk
 from onthedot.nl.messages import to_error
-from onthedot.nl.reply import render_confirmation
+from onthedot.nl.reply import Doing, render_confirmation
 from onthedot.nl.resolve import to_params
 from onthedot.nl.result import ParseResult
 from onthedot.nl.scan import normalise, scan
 from onthedot.nl.task import task_text
 
-__all__ = ["ParseResult", "parse", "render_confirmation"]
+__all__ = ["Doing", "ParseResult", "parse", "render_confirmation"]
 
 
 def parse(text: str, *, now: datetime, timezone: str = "UTC") -> ParseResult:

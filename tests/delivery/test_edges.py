@@ -246,7 +246,8 @@ async def test_mcp_email_without_smtp_is_a_correctable_error(no_smtp: Runtime) -
 async def test_mcp_shows_deliveries_and_the_inbox(rt: Runtime, mailbox: Mailbox) -> None:
     async with memory_session(rt) as session:
         task = ok(await session.call_tool("create_task", {
-            "task": "總結財經新聞", "when": "now", "notify_email": "me@example.com"}))["task"]
+            "task": "總結財經新聞", "when": "now", "kind": "message",
+            "notify_email": "me@example.com"}))["task"]
         await execute_due(rt)
         shown = ok(await session.call_tool("get_task", {"task_id": task["job_id"]}))
         inbox = ok(await session.call_tool("list_inbox", {}))

@@ -316,6 +316,22 @@ async def test_redrive_delivers_again_with_the_original_message_id(queue: Queue)
         ("run-1", "boom again")]
 
 
+async def test_prune_drops_dead_letters_older_than_the_cutoff(queue: Queue) -> None:
+    await queue.send_many([("run-1", b"1"), ("run-2", b"2")])
+    for d in await queue.receive(2, VISIBILITY, wait_seconds=SOON):
+        assert await queue.dead_letter(d, "bad")
+    now = datetime.now(UTC)
+
+    assert await queue.prune(now - timedelta(hours=1)) == 0
+    assert len(await queue.dead_letters()) == 2
+    pruned = await queue.prune(now + timedelta(minutes=1))
+    if isinstance(queue, NatsQueue):  # expires them itself (MaxAge): prune drops nothing
+        assert pruned == 0
+    else:
+        assert pruned == 2
+        assert await queue.dead_letters() == []
+
+
 async def test_depth_counts_waiting_and_in_flight(queue: Queue) -> None:
     assert await queue.depth() == 0
     await queue.send_many([("run-1", b"1"), ("run-2", b"2"), ("run-3", b"3")])

@@ -15,9 +15,16 @@ import pytest
 
 from onthedot.queue.base import Delivery
 from onthedot.queue.postgres import PostgresQueue
+from onthedot.store.postgres import PostgresStore
 from tests.support.waiting import async_wait_until
 
-from .conftest import PG_DSN, drop_pg_schema, new_pg_schema
+from .conftest import (
+    PG_DSN,
+    PG_TEST_AHEAD_DAYS,
+    PG_TEST_FAR_MONTHS,
+    drop_pg_schema,
+    new_pg_schema,
+)
 from .test_queue import SOON, assert_no_stray_tasks, eventually
 
 pytestmark = pytest.mark.postgres
@@ -157,7 +164,14 @@ async def test_listen_connection_comes_back_after_being_killed(schema: str,
 
 
 async def test_open_is_safe_from_many_processes_at_once(schema: str, opener: Opener) -> None:
-    queues = await asyncio.gather(*(opener() for _ in range(4)))
+    """Queues and a store starting together on a database where the schema does not exist yet:
+    all of them may create it, and they must not trip over each other."""
+    store = PostgresStore(PG_DSN, schema=schema, partition_ahead_days=PG_TEST_AHEAD_DAYS,
+                          partition_far_months=PG_TEST_FAR_MONTHS)
+    try:
+        *queues, _ = await asyncio.gather(*(opener() for _ in range(4)), store.migrate())
+    finally:
+        await store.close()
     await queues[0].open()  # again: nothing left to apply
     assert await sql(schema, "SELECT version FROM queue_migrations") == [(1,)]
     await queues[1].send("run-1", b"x")

@@ -118,7 +118,8 @@ class PostgresQueue:
     # --- lifecycle -----------------------------------------------------------------------
     async def open(self) -> None:
         """Apply the queue's migrations. Safe to call from many processes at once: they
-        serialise on an advisory lock of the schema, and a version is applied once."""
+        serialise on the schema's advisory lock (the one the store's migrate takes too), and a
+        version is applied once."""
         async with self._conn() as conn, conn.transaction():
             await conn.execute(Q["migrate_lock"], {"schema": self.schema})
             await conn.execute(

@@ -5,8 +5,9 @@
 -- that makes a message visible now wakes the idle receivers of every process.
 
 -- name: migrate_lock
--- Serialises concurrent open() calls for one schema (CREATE ... races).
-SELECT pg_advisory_xact_lock(hashtextextended('onthedot.queue.migrate:' || %(schema)s, 0))
+-- Serialises concurrent open() calls for one schema (CREATE ... races), and with the store's
+-- migrate(), which takes the same lock: both may CREATE the schema.
+SELECT pg_advisory_xact_lock(hashtextextended('onthedot.migrate:' || %(schema)s, 0))
 
 -- name: migrations_table
 CREATE TABLE IF NOT EXISTS queue_migrations (

@@ -1,7 +1,7 @@
 // The Dead letters view: runs that failed their last attempt, each with a Redrive button.
 
 import { api, fetchPages } from "./api.js";
-import { forget, h, hidden, syncList, when } from "./dom.js";
+import { forget, h, hidden, syncList, when, whileBusy } from "./dom.js";
 import { language, t } from "./i18n.js";
 
 const PAGE = 20;
@@ -82,14 +82,15 @@ export class DeadLettersView {
   }
 
   async redrive(run, button) {
-    button.disabled = true;
-    try {
-      await api("POST", `v1/dead-letters/${encodeURIComponent(run.run_id)}:redrive`);
-      this.app.notify(t("dead.redriven", { name: this.app.names.get(run.job_id) ?? run.job_id }));
-      await this.app.refreshSoon();
-    } catch (error) {
-      if (!this.app.handled(error)) this.app.notify(error.message, true);
-      button.disabled = false;
-    }
+    const name = this.app.names.get(run.job_id) ?? run.job_id;
+    await whileBusy(button, async () => {
+      try {
+        await api("POST", `v1/dead-letters/${encodeURIComponent(run.run_id)}:redrive`);
+        this.app.notify(t("dead.redriven", { name }));
+        await this.app.refreshSoon();
+      } catch (error) {
+        if (!this.app.handled(error)) this.app.notify(error.message, true);
+      }
+    });
   }
 }

@@ -110,3 +110,15 @@ export function syncList(container, items, { key, signature, build, fallbacks = 
 export function forget(container) {
   for (const el of container.children) signatures.delete(el);
 }
+
+/** Run `work` for a button, ignoring clicks meanwhile. The button is marked aria-disabled, not
+ * disabled: a disabled button drops the keyboard focus, and the viewer would lose their place. */
+export async function whileBusy(button, work) {
+  if (button.getAttribute("aria-disabled") === "true") return undefined;
+  button.setAttribute("aria-disabled", "true");
+  try {
+    return await work();
+  } finally {
+    button.removeAttribute("aria-disabled");
+  }
+}

@@ -1,7 +1,7 @@
 // The Inbox view: results the inbox channel delivered, unread first; mark one read.
 
 import { api, fetchPages } from "./api.js";
-import { forget, h, hidden, syncList, when } from "./dom.js";
+import { forget, h, hidden, syncList, when, whileBusy } from "./dom.js";
 import { language, t } from "./i18n.js";
 
 const PAGE = 20;
@@ -70,13 +70,13 @@ export class InboxView {
   }
 
   async markRead(itemId, button) {
-    button.disabled = true;
-    try {
-      await api("POST", `v1/inbox/${encodeURIComponent(itemId)}:read`);
-      await this.app.refreshSoon();
-    } catch (error) {
-      if (!this.app.handled(error)) this.app.notify(error.message, true);
-      button.disabled = false;
-    }
+    await whileBusy(button, async () => {
+      try {
+        await api("POST", `v1/inbox/${encodeURIComponent(itemId)}:read`);
+        await this.app.refreshSoon();
+      } catch (error) {
+        if (!this.app.handled(error)) this.app.notify(error.message, true);
+      }
+    });
   }
 }

@@ -3,8 +3,9 @@
 
 import { api, fetchPages, newKey } from "./api.js";
 import { describe } from "./describe.js";
-import { forget, h, hidden, outputSummary, outputText, relative, syncList, viewerZone, when }
-  from "./dom.js";
+import {
+  forget, h, hidden, outputSummary, outputText, relative, syncList, viewerZone, when, whileBusy,
+} from "./dom.js";
 import { language, t } from "./i18n.js";
 
 const PAGE = 20;
@@ -173,24 +174,23 @@ export class TasksView {
 
   async createFromPreview() {
     const { result, key } = this.preview;
-    const button = $("preview-create");
-    button.disabled = true;
-    try {
-      const job = await api("POST", "v1/jobs", {
-        key,
-        body: { action: { type: "message", text: result.task },
-          job_params: paramsBody(result.job_params) },
-      });
-      this.hidePreview();
-      $("sentence").value = "";
-      this.app.notify(t("created", { name: job.name }));
-      $("sentence").focus();
-      await this.app.refreshSoon();
-    } catch (error) {
-      if (!this.app.handled(error)) $("preview-error").textContent = problemText(error);
-    } finally {
-      button.disabled = !this.preview?.result.task;
-    }
+    if (!result.task) return;
+    await whileBusy($("preview-create"), async () => {
+      try {
+        const job = await api("POST", "v1/jobs", {
+          key,
+          body: { action: { type: "message", text: result.task },
+            job_params: paramsBody(result.job_params) },
+        });
+        this.hidePreview();
+        $("sentence").value = "";
+        this.app.notify(t("created", { name: job.name }));
+        $("sentence").focus();
+        await this.app.refreshSoon();
+      } catch (error) {
+        if (!this.app.handled(error)) $("preview-error").textContent = problemText(error);
+      }
+    });
   }
 
   formBody() {
@@ -341,18 +341,17 @@ export class TasksView {
         t("confirm.deleteText"), t("act.delete"));
       if (!sure) return;
     }
-    button.disabled = true;
     const path = `v1/jobs/${encodeURIComponent(job.job_id)}`;
-    try {
-      if (act === "delete") await api("DELETE", path);
-      else await api("POST", `${path}:${act}`);
-      this.app.notify(t(`done.${act}`, { name: job.name }));
-      await this.app.refreshSoon();
-    } catch (error) {
-      if (!this.app.handled(error)) this.app.notify(problemText(error), true);
-    } finally {
-      button.disabled = false;
-    }
+    await whileBusy(button, async () => {
+      try {
+        if (act === "delete") await api("DELETE", path);
+        else await api("POST", `${path}:${act}`);
+        this.app.notify(t(`done.${act}`, { name: job.name }));
+        await this.app.refreshSoon();
+      } catch (error) {
+        if (!this.app.handled(error)) this.app.notify(problemText(error), true);
+      }
+    });
   }
 
   // --- one task's runs -----------------------------------------------------------------

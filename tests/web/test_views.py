@@ -96,3 +96,24 @@ def test_dead_letters_are_redriven(page: Page, http: httpx.Client,
     wait_until(lambda: http.get(f"/v1/runs/{run['run_id']}").json()["status"] == "SUCCEEDED",
                15, "the redriven run to succeed")
     assert receiver.count() == 2
+
+
+@pytest.mark.runs_jobs
+def test_a_run_is_seen_starting_and_finishing(page: Page, http: httpx.Client) -> None:
+    held = WebhookReceiver(hold_all=True).start()  # the webhook answers only when released
+    try:
+        r = http.post("/v1/jobs", json={
+            "name": "slow hook", "action": {"type": "webhook", "url": held.url},
+            "job_params": {"type": "recurring", "schedule": "0 8 * * *"}})
+        assert r.status_code == 201, r.text
+        task = page.locator("#task-rows tr").filter(has_text="slow hook")
+        expect(task).to_be_visible()
+        task.get_by_role("button", name="Run now").click()
+        expect(task.locator("[data-label=Status]")).to_have_text("running")
+        expect(task.locator("[data-label='Last result']")).to_have_text("running")
+        held.release()
+        expect(task.locator("[data-label='Last result']")).to_contain_text("succeeded")
+        expect(task.locator("[data-label=Status]")).to_have_text("scheduled")
+        expect(page.locator("#notice")).to_have_text("“slow hook”: succeeded.")
+    finally:
+        held.stop()

@@ -225,6 +225,11 @@ export function language() {
   return current;
 }
 
+/** t(key) when the page has words for it, else `fallback` (an action type it does not know). */
+export function tOr(key, fallback) {
+  return key in MESSAGES ? t(key) : fallback;
+}
+
 export function t(key, values = {}) {
   const entry = MESSAGES[key];
   const text = entry ? entry[LANGUAGES.indexOf(current)] : key;

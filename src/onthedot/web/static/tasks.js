@@ -6,7 +6,7 @@ import { describe } from "./describe.js";
 import {
   forget, h, hidden, outputSummary, outputText, relative, syncList, viewerZone, when, whileBusy,
 } from "./dom.js";
-import { language, t } from "./i18n.js";
+import { language, t, tOr } from "./i18n.js";
 
 const PAGE = 20;
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"]);
@@ -400,8 +400,8 @@ export class TasksView {
       $("details-facts").replaceChildren(...[
         fact(t("col.schedule"), scheduleWords(job.job_params)),
         fact(t("col.status"), t(`status.${job.status}`)),
-        fact(t("details.action"), `${t(`action.${job.action.type}`)}: ${
-          job.action.text ?? job.action.url ?? job.action.topic ?? ""}`),
+        fact(t("details.action"), `${tOr(`action.${job.action.type}`, job.action.type)}: ${
+          job.action.text ?? job.action.url ?? job.action.topic ?? job.action.reason ?? ""}`),
         fact(t("details.notify"), channels.length ? channels.join(", ") : t("details.nowhere")),
         fact(t("details.retry"), String(job.retry_policy.max_attempts)),
       ].flat());

@@ -40,6 +40,7 @@ async def test_the_page_and_its_modules(client: httpx.AsyncClient) -> None:
         module = await client.get(f"/web/{name}")
         assert module.status_code == 200, name
         assert "javascript" in module.headers["content-type"], name
+        assert module.headers["cache-control"] == "no-cache", name  # revalidated, never stale
     assert (await client.get("/web/app.css")).headers["content-type"].startswith("text/css")
 
 

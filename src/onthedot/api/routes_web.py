@@ -21,6 +21,8 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.responses import Response
+from starlette.types import Scope
 
 PAGE_DIR = Path(str(files("onthedot.web") / "static"))
 DOCS_ASSETS_DIR = Path(str(files("fastapi_offline") / "static"))
@@ -84,8 +86,18 @@ def install(app: FastAPI) -> None:
         return page
 
     app.include_router(router)
-    app.mount(PAGE_ASSETS, StaticFiles(directory=PAGE_DIR), name="web")
+    app.mount(PAGE_ASSETS, _Revalidated(directory=PAGE_DIR), name="web")
     app.mount(DOCS_ASSETS, StaticFiles(directory=DOCS_ASSETS_DIR), name="docs-assets")
+
+
+class _Revalidated(StaticFiles):
+    """The page's files, checked with the server (ETag) before each use: after an upgrade a
+    browser must not mix a cached module with the new page."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.setdefault("Cache-Control", "no-cache")
+        return response
 
 
 def _root(request: Request) -> str:

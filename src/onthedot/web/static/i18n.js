@@ -133,7 +133,7 @@ const MESSAGES = {
   "details.action": ["Action", "動作", "动作"],
   "details.notify": ["Results go to", "結果送往", "结果发往"],
   "details.nowhere": ["nowhere", "不傳送", "不发送"],
-  "details.retry": ["Attempts", "嘗試次數", "尝试次数"],
+  "details.retry": ["Attempts allowed", "最多嘗試次數", "最多尝试次数"],
   "runs.empty": ["No runs yet.", "還沒有執行紀錄。", "还没有执行记录。"],
   "run.scheduled": ["Scheduled for", "排定時間", "计划时间"],
   "run.started": ["Started", "開始", "开始"],

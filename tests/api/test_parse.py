@@ -25,6 +25,8 @@ async def test_recurring_sentence_in_chinese(client: httpx.AsyncClient) -> None:
                        "timezone": "Asia/Taipei"},
         "task": "總結財經新聞",
         "matched": "每天早上八點",
+        # Chosen from the words as /v1/chat and MCP create_task choose it (no model here).
+        "action": {"type": "news_digest", "topic": "finance", "language": "zh-Hant"},
         "next_runs": ["2026-06-23T00:00:00Z", "2026-06-24T00:00:00Z", "2026-06-25T00:00:00Z"],
     }
     assert (await client.get("/v1/jobs")).json()["jobs"] == []  # nothing was created
@@ -37,6 +39,7 @@ async def test_one_time_and_immediate_have_one_run(client: httpx.AsyncClient) ->
     assert body["job_params"]["type"] == "one-time"
     assert body["job_params"]["timezone"] == "UTC"  # the server's default timezone
     assert body["task"] == "stretch"
+    assert body["action"] == {"type": "message", "text": "stretch"}
     assert body["next_runs"] == ["2026-06-22T00:20:00Z"]
 
     r = await client.post("/v1/parse", json={"text": "马上提醒我喝水", "timezone": "Asia/Shanghai"})
@@ -51,8 +54,7 @@ async def test_the_parsed_params_create_the_previewed_job(client: httpx.AsyncCli
     preview = (await client.post("/v1/parse", json={
         "text": "every weekday at 9am stand up", "timezone": "Europe/London"})).json()
     params = {k: v for k, v in preview["job_params"].items() if v is not None}
-    r = await client.post("/v1/jobs", json={
-        "action": {"type": "message", "text": preview["task"]}, "job_params": params})
+    r = await client.post("/v1/jobs", json={"action": preview["action"], "job_params": params})
     assert r.status_code == 201, r.text
     assert r.json()["next_run_at"] == preview["next_runs"][0]
 

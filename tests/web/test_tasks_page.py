@@ -37,7 +37,7 @@ def test_a_task_from_one_sentence_to_its_output(page: Page, http: httpx.Client,
     preview = page.locator("#preview")
     expect(preview).to_be_visible()
     expect(page.locator("#preview-when")).to_have_text("every day at 08:00 (Asia/Taipei)")
-    expect(page.locator("#preview-task")).to_have_text("water the plants")
+    expect(page.locator("#preview-task")).to_have_text("water the plants (a reminder)")
     expect(page.locator("#preview-runs li")).to_have_count(3)
     expect(page.locator("#preview-runs li").first).to_contain_text("8:00 AM")
     assert http.get("/v1/jobs").json()["jobs"] == []  # a preview creates nothing
@@ -80,6 +80,18 @@ def test_a_task_from_one_sentence_to_its_output(page: Page, http: httpx.Client,
     page.screenshot(path=tmp_path / "tasks-375.png", full_page=True)
     for name in ("tasks-1280.png", "tasks-375.png"):
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_news_sentence_becomes_a_digest_task(page: Page, http: httpx.Client) -> None:
+    """The page creates what the words ask for, as /v1/chat and MCP create_task do."""
+    page.get_by_label("What to do, and when").fill("every day at 8am summarize the finance news")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("#preview-task")).to_have_text(
+        "summarize the finance news (a news digest)")
+    page.get_by_role("button", name="Create task").click()
+    expect(row(page, "summarize the finance news")).to_be_visible()
+    assert only_job(http)["action"] == {"type": "news_digest", "topic": "finance",
+                                        "language": "en"}
 
 
 def test_delete_asks_first(page: Page, http: httpx.Client) -> None:

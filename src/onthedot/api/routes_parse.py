@@ -12,11 +12,13 @@ so that an open server is no free parsing service.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from onthedot import nl
+from onthedot.actions.choice import choose_action
 from onthedot.api.jsonbody import StrictJsonRoute
 from onthedot.api.models import JobParamsOut
 from onthedot.api.routes_chat import MAX_MESSAGE_CHARS
@@ -46,6 +48,10 @@ class ParseResponse(BaseModel):
     task: str = Field(description="what to do: the rest of the sentence; empty when the "
                       "sentence only says when")
     matched: str = Field(description="the time expression as written")
+    action: dict[str, Any] | None = Field(
+        description="the action POST /v1/jobs would take for the task, chosen from its words as "
+                    "/v1/chat and MCP create_task choose it (prompt with a model configured, else "
+                    "news_digest for a news request, else message); null without a task")
     next_runs: list[datetime] = Field(
         description=f"the next {PREVIEW_RUNS} fire times (one for a one-time or immediate job), "
                     "checked as creating the job would check them")
@@ -60,11 +66,15 @@ async def parse(body: ParseRequest, rt: RuntimeDep, _user: UserDep) -> ParseResp
     now = rt.clock.now()
     result = nl.parse(body.text, now=now, timezone=tz)
     params = result.job_params
+    action = None
+    if result.task:
+        action = choose_action(result.task, model_configured=bool(rt.settings.llm_base_url),
+                               language=result.language, timezone=tz).action
     return ParseResponse(
         language=result.language,
         job_params=JobParamsOut(type=params.type, time=params.time, schedule=params.schedule,
                                 timezone=params.timezone),
-        task=result.task, matched=result.matched,
+        task=result.task, matched=result.matched, action=action,
         next_runs=await _next_runs(params, now, rt.settings.min_interval))
 
 

@@ -80,6 +80,10 @@ const MESSAGES = {
   "action.message": ["store a message", "儲存一則訊息", "保存一条消息"],
   "action.webhook": ["call a webhook", "呼叫 webhook", "调用 webhook"],
   "action.news_digest": ["news digest", "新聞摘要", "新闻摘要"],
+  // What a previewed task does (the action chosen from its words).
+  "does.message": ["a reminder", "提醒", "提醒"],
+  "does.news_digest": ["a news digest", "新聞摘要", "新闻摘要"],
+  "does.prompt": ["carried out by the model", "由模型執行", "由模型执行"],
   "form.text": ["Message", "訊息", "消息"],
   "form.url": ["Webhook URL", "Webhook 網址", "Webhook 网址"],
   "form.topic": ["Topic", "主題", "主题"],

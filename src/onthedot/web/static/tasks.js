@@ -161,7 +161,8 @@ export class TasksView {
     if (!this.preview) return;
     const { result } = this.preview;
     $("preview-when").textContent = scheduleWords(result.job_params);
-    $("preview-task").textContent = result.task || t("none");
+    $("preview-task").textContent = result.task
+      ? `${result.task} (${actionWords(result.action)})` : t("none");
     $("preview-runs").replaceChildren(...result.next_runs.map((iso) => h("li", {}, when(iso))));
     $("preview-error").textContent = result.task ? "" : t("preview.noTask");
     $("preview-create").disabled = !result.task;
@@ -179,7 +180,8 @@ export class TasksView {
       try {
         const job = await api("POST", "v1/jobs", {
           key,
-          body: { action: { type: "message", text: result.task },
+          body: { name: result.task.slice(0, 200),
+            action: result.action || { type: "message", text: result.task },
             job_params: paramsBody(result.job_params) },
         });
         this.hidePreview();
@@ -439,4 +441,10 @@ export class TasksView {
           h("span", { class: `badge d-${d.status}` }, t(`delivery.${d.status}`)),
           d.error ? ` ${d.error}` : "")))] : null);
   }
+}
+
+/** What a previewed task does, in the page's words: "a reminder", "a news digest". */
+function actionWords(action) {
+  const type = action ? action.type : "message";
+  return tOr(`does.${type}`, type);
 }

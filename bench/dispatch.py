@@ -4,7 +4,7 @@ onthedot (all roles in one process, SQLite + table queue, ``message`` action) si
 APScheduler 3 (SQLAlchemyJobStore on SQLite, thread pool), the peer a Python user would
 otherwise pick for "run this at that time".
 
-    python -m bench.dispatch [--runs 10000] [--configs sqlite,postgres+nats] [--skip-peer]
+    python -m bench.dispatch [--runs 10000] [--configs sqlite,postgres,postgres+nats] [--skip-peer]
 
 Dispatch lateness = enqueue time - scheduled time (onthedot) / start of the job function -
 scheduled time (APScheduler, which has no queue between finding and running a job).
@@ -146,7 +146,8 @@ async def _drop_postgres_and_nats(schema: str, prefix: str) -> None:
 
     async with await psycopg.AsyncConnection.connect(PG_URL, autocommit=True) as conn:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # our own generated name
-    await delete_streams(NATS_URL, prefix)
+    if prefix:
+        await delete_streams(NATS_URL, prefix)
 
 
 def configs(names: list[str], folder: Path) -> list[tuple[str, Settings, str | None]]:
@@ -157,6 +158,11 @@ def configs(names: list[str], folder: Path) -> list[tuple[str, Settings, str | N
             out.append(("onthedot SQLite + table queue",
                         Settings(database_url=f"sqlite:///{folder}/bench.db", workers=64,
                                  min_interval=0), None))
+        elif name == "postgres":
+            schema = f"bench_{tag}"
+            out.append(("onthedot PostgreSQL + table queue",
+                        Settings(database_url=PG_URL, database_schema=schema, workers=64,
+                                 min_interval=0, database_pool_size=20), f"{schema}:"))
         elif name == "postgres+nats":
             schema, prefix = f"bench_{tag}", f"bench{tag}"
             out.append(("onthedot PostgreSQL + NATS",
@@ -164,15 +170,16 @@ def configs(names: list[str], folder: Path) -> list[tuple[str, Settings, str | N
                                  queue_prefix=prefix, workers=64, min_interval=0,
                                  database_pool_size=20), f"{schema}:{prefix}"))
         else:
-            raise SystemExit(f"unknown config {name!r}: sqlite | postgres+nats")
+            raise SystemExit(f"unknown config {name!r}: sqlite | postgres | postgres+nats")
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10_000)
-    parser.add_argument("--configs", default="sqlite,postgres+nats",
-                        help="comma-separated: sqlite, postgres+nats")
+    parser.add_argument("--configs", default="sqlite,postgres,postgres+nats",
+                        help="comma-separated: sqlite, postgres (its table queue), "
+                             "postgres+nats")
     parser.add_argument("--skip-peer", action="store_true")
     args = parser.parse_args()
     rows = []

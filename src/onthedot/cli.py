@@ -322,7 +322,7 @@ async def _migrate(settings: Settings) -> None:
         await store.migrate()
         await pin_shard_count(store, settings)
         queue = build_queue(settings, SystemClock())
-        await queue.open()  # creates the table queue's tables
+        await queue.open()  # the table queue's tables (SQLite, PostgreSQL), or NATS streams
         await queue.close()
     finally:
         await store.close()

@@ -34,7 +34,7 @@ class Settings(BaseSettings):
                                 "server, 3 in a cluster)")
     queue_url: str | None = Field(None, description="nats://host:4222, or a comma-separated "
                                   "list of a cluster's servers; default: a table queue in the "
-                                  "store's own database (SQLite only)")
+                                  "store's own database, SQLite or PostgreSQL")
     host: str = Field("127.0.0.1", description="API bind address")
     port: int = Field(8080, ge=0, le=65535, description="API port")
     workers: int = Field(16, ge=1, le=10_000,

@@ -36,7 +36,7 @@ SHARDS_SETTING = "shards"
 
 def build_store(settings: Settings, clock: Clock | None = None) -> Store:
     url = settings.database_url
-    if url.startswith(("postgresql://", "postgres://")):
+    if _is_postgres(url):
         from onthedot.store.postgres import PostgresStore
 
         return PostgresStore(url, schema=settings.database_schema,
@@ -53,11 +53,16 @@ def build_store(settings: Settings, clock: Clock | None = None) -> Store:
 
 
 def build_queue(settings: Settings, clock: Clock) -> Queue:
+    """Unset (or ``table``): a table queue in the store's own database, SQLite or PostgreSQL,
+    so either database alone is a complete deployment. ``nats://``: NATS JetStream, for a
+    throughput one database's queue table cannot carry (docs/postgres.md, "The table queue")."""
     url = settings.queue_url
     if url is None or url.startswith("table"):
-        if not (settings.database_url.startswith("sqlite:") or "://" not in settings.database_url):
-            raise ConfigError("the table queue lives in a SQLite database; with PostgreSQL set "
-                              "a NATS queue", field="queue_url", expected="nats://host:4222")
+        if _is_postgres(settings.database_url):
+            from onthedot.queue.postgres import PostgresQueue
+
+            return PostgresQueue(settings.database_url, schema=settings.database_schema,
+                                 pool_max=settings.database_pool_size, clock=clock)
         from onthedot.queue.table import TableQueue
 
         return TableQueue(settings.database_url, clock)
@@ -70,6 +75,10 @@ def build_queue(settings: Settings, clock: Clock) -> Queue:
                          clock=clock)
     raise ConfigError(f"unsupported queue url {url!r}", field="queue_url",
                       expected="nats://host:4222 (or unset for the table queue)")
+
+
+def _is_postgres(database_url: str) -> bool:
+    return database_url.startswith(("postgresql://", "postgres://"))
 
 
 async def pin_shard_count(store: Store, settings: Settings) -> None:

@@ -1,9 +1,11 @@
 """The Queue conformance suite: every backend, against the real thing, in real time.
 
-Each test runs once per backend: ``table`` (a fresh SQLite file) and ``nats`` (fresh streams on
-the JetStream server at 127.0.0.1:4222 under a random prefix, deleted at teardown). Visibility
-timeouts are short (``VISIBILITY`` seconds) so expiry takes about a second; waits go through
-``receive(wait_seconds=...)`` or ``eventually``, which return as soon as the condition holds.
+Each test runs once per backend: ``table`` (a fresh SQLite file), ``postgres`` (the PostgreSQL
+table queue in a fresh schema of the ``test`` database, dropped at teardown) and ``nats`` (fresh
+streams on the JetStream server at 127.0.0.1:4222 under a random prefix, deleted at teardown).
+Visibility timeouts are short (``VISIBILITY`` seconds) so expiry takes about a second; waits go
+through ``receive(wait_seconds=...)`` or ``eventually``, which return as soon as the condition
+holds.
 
 The fixtures live here rather than in conftest.py: this module owns them.
 """
@@ -27,7 +29,10 @@ import pytest
 from onthedot.domain.errors import BackendError, ConfigError
 from onthedot.queue.base import Delivery, Queue
 from onthedot.queue.nats import NatsQueue, delete_streams
+from onthedot.queue.postgres import PostgresQueue
 from onthedot.queue.table import TableQueue
+
+from .conftest import PG_DSN, drop_pg_schema, new_pg_schema
 
 NATS_URL = "nats://127.0.0.1:4222"
 VISIBILITY = 1.0  # seconds: the visibility timeout every test uses
@@ -59,17 +64,21 @@ def assert_no_stray_tasks() -> None:
     assert not stray, f"tasks left running after the queues closed: {stray}"
 
 
-@pytest.fixture(params=["table", pytest.param("nats", marks=pytest.mark.nats)])
+@pytest.fixture(params=["table", pytest.param("postgres", marks=pytest.mark.postgres),
+                        pytest.param("nats", marks=pytest.mark.nats)])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
     """Opens queue objects that share one backend, as separate processes would."""
     kind: str = request.param
     prefix = f"t{secrets.token_hex(6)}"
+    schema = new_pg_schema()
     opened: list[Queue] = []
 
     async def make() -> Queue:
         queue: Queue
         if kind == "table":
             queue = TableQueue(f"sqlite:///{tmp_path}/q.db")
+        elif kind == "postgres":
+            queue = PostgresQueue(PG_DSN, schema=schema, pool_max=4)
         else:
             queue = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=VISIBILITY)
         await queue.open()
@@ -86,6 +95,8 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
             await queue.close()
         if kind == "nats":
             await delete_streams(NATS_URL, prefix)
+        if kind == "postgres":
+            await drop_pg_schema(schema)
 
 
 @pytest.fixture
@@ -303,6 +314,22 @@ async def test_redrive_delivers_again_with_the_original_message_id(queue: Queue)
     assert await queue.dead_letter(again, "boom again")
     assert [(d.message_id, d.reason) for d in await queue.dead_letters()] == [
         ("run-1", "boom again")]
+
+
+async def test_prune_drops_dead_letters_older_than_the_cutoff(queue: Queue) -> None:
+    await queue.send_many([("run-1", b"1"), ("run-2", b"2")])
+    for d in await queue.receive(2, VISIBILITY, wait_seconds=SOON):
+        assert await queue.dead_letter(d, "bad")
+    now = datetime.now(UTC)
+
+    assert await queue.prune(now - timedelta(hours=1)) == 0
+    assert len(await queue.dead_letters()) == 2
+    pruned = await queue.prune(now + timedelta(minutes=1))
+    if isinstance(queue, NatsQueue):  # expires them itself (MaxAge): prune drops nothing
+        assert pruned == 0
+    else:
+        assert pruned == 2
+        assert await queue.dead_letters() == []
 
 
 async def test_depth_counts_waiting_and_in_flight(queue: Queue) -> None:

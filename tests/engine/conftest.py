@@ -1,10 +1,12 @@
 """An in-process engine driven tick by tick with a fake clock: ``engine`` on a real SQLite file
-with its table queue; ``both`` on that and on PostgreSQL with NATS JetStream."""
+with its table queue; ``both`` on that and on PostgreSQL with NATS JetStream; ``shape``
+also on PostgreSQL with its own table queue."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,19 +92,23 @@ async def engine(db_url: str) -> AsyncIterator[Engine]:
     await rt.close()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres,
-                                                                   pytest.mark.nats])])
-async def both(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Engine]:
+@asynccontextmanager
+async def open_engine(shape: str, tmp_path: Path) -> AsyncIterator[Engine]:
+    """``sqlite``: SQLite with its table queue; ``postgres``: PostgreSQL with NATS JetStream;
+    ``postgres-table``: PostgreSQL with its own table queue (no NATS)."""
     clock = FakeClock(START)
     extra: dict[str, Any] = {}
     schema = prefix = None
-    if request.param == "sqlite":
+    if shape == "sqlite":
         extra["database_url"] = f"sqlite:///{tmp_path}/onthedot.db"
     else:
-        schema, prefix = new_pg_schema(), f"t{secrets.token_hex(6)}"
-        extra.update(database_url=PG_DSN, database_schema=schema, queue_url=NATS_URL,
-                     queue_prefix=prefix, partition_ahead_days=PG_TEST_AHEAD_DAYS,
+        schema = new_pg_schema()
+        extra.update(database_url=PG_DSN, database_schema=schema,
+                     partition_ahead_days=PG_TEST_AHEAD_DAYS,
                      partition_far_months=PG_TEST_FAR_MONTHS)
+        if shape == "postgres":
+            prefix = f"t{secrets.token_hex(6)}"
+            extra.update(queue_url=NATS_URL, queue_prefix=prefix)
     settings = Settings(visibility_timeout=30, misfire_grace=60, egress_allow=LOOPBACK_ALLOW,
                         **extra)
     rt = await Runtime.open(settings, clock)
@@ -122,6 +128,23 @@ async def both(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
             await drop_pg_schema(schema)
         if prefix is not None:
             await delete_streams(NATS_URL, prefix)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres,
+                                                                   pytest.mark.nats])])
+async def both(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Engine]:
+    async with open_engine(request.param, tmp_path) as engine:
+        yield engine
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres,
+                                                                   pytest.mark.nats]),
+                        pytest.param("postgres-table", marks=pytest.mark.postgres)])
+async def shape(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Engine]:
+    """``both``, plus PostgreSQL with its table queue: for the tests where the queue's part
+    (lost messages, held messages, dead letters) is what is checked."""
+    async with open_engine(request.param, tmp_path) as engine:
+        yield engine
 
 
 @pytest.fixture

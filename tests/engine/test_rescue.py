@@ -1,7 +1,8 @@
 """Runs that a crash, a lost message or a race left behind are found again (issue 8 §1).
 
 Each test runs on both production shapes: SQLite with its table queue, and PostgreSQL with
-NATS JetStream. The roles are driven tick by tick with a fake clock; the queues are real.
+NATS JetStream; those about the queue's part (``shape``) also on PostgreSQL with its own table
+queue. The roles are driven tick by tick with a fake clock; the queues are real.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 from onthedot.domain.errors import ConfigError
 from onthedot.domain.models import JobParams, RetryPolicy, RunStatus
 from onthedot.queue.nats import NatsQueue
+from onthedot.queue.postgres import PostgresQueue
 from onthedot.queue.table import TableQueue
 from onthedot.runtime import Runtime
 from onthedot.service import Page
@@ -44,6 +46,9 @@ async def lose_every_message(engine: Engine) -> None:
     if isinstance(queue, NatsQueue):
         js = queue._need_js()
         await js.purge_stream(queue.runs_stream)
+    elif isinstance(queue, PostgresQueue):
+        async with queue._conn() as conn:
+            await conn.execute("DELETE FROM queue_messages")
     else:
         assert isinstance(queue, TableQueue)
         await queue._db.write(lambda c: c.execute("DELETE FROM queue_messages"))
@@ -67,75 +72,75 @@ async def test_resuming_a_one_time_job_after_its_time_runs_it(both: Engine) -> N
     await settled_status(both, view.job.job_id, "completed")
 
 
-async def test_runs_whose_messages_were_lost_are_published_again(both: Engine) -> None:
-    views = [await both.create(JobParams(type="immediate")) for _ in range(5)]
-    await both.dispatcher.refresh_shards()
-    assert await both.dispatcher.run_once() == 5
-    await lose_every_message(both)
+async def test_runs_whose_messages_were_lost_are_published_again(shape: Engine) -> None:
+    views = [await shape.create(JobParams(type="immediate")) for _ in range(5)]
+    await shape.dispatcher.refresh_shards()
+    assert await shape.dispatcher.run_once() == 5
+    await lose_every_message(shape)
 
-    assert await both.worker.run_once() == 0
-    assert (await both.rescuer.run_once()).lost_messages == 0  # not yet: they may be on the way
-    both.clock.advance(both.rt.settings.republish_after + 1)
-    assert (await both.rescuer.run_once()).lost_messages == 5
-    await both.settle()
+    assert await shape.worker.run_once() == 0
+    assert (await shape.rescuer.run_once()).lost_messages == 0  # not yet: they may be on the way
+    shape.clock.advance(shape.rt.settings.republish_after + 1)
+    assert (await shape.rescuer.run_once()).lost_messages == 5
+    await shape.settle()
 
     for view in views:
-        assert await statuses(both, view.job.job_id) == [(RunStatus.SUCCEEDED, 1)]
+        assert await statuses(shape, view.job.job_id) == [(RunStatus.SUCCEEDED, 1)]
 
 
-async def test_runs_waiting_behind_a_backlog_are_not_published_twice(both: Engine) -> None:
+async def test_runs_waiting_behind_a_backlog_are_not_published_twice(shape: Engine) -> None:
     """Found on main: every ENQUEUED run older than 60 s was republished while it merely
     waited behind a backlog, gaining a copy every minute."""
-    views = [await both.create(JobParams(type="immediate")) for _ in range(20)]
-    await both.dispatcher.refresh_shards()
-    await both.dispatcher.run_once()
-    depth = await both.rt.queue.depth()
+    views = [await shape.create(JobParams(type="immediate")) for _ in range(20)]
+    await shape.dispatcher.refresh_shards()
+    await shape.dispatcher.run_once()
+    depth = await shape.rt.queue.depth()
 
     for _ in range(5):
-        both.clock.advance(both.rt.settings.republish_after + 1)
-        assert (await both.rescuer.run_once()).total == 0
+        shape.clock.advance(shape.rt.settings.republish_after + 1)
+        assert (await shape.rescuer.run_once()).total == 0
 
-    assert await both.rt.queue.depth() == depth == 20
-    await both.settle()
+    assert await shape.rt.queue.depth() == depth == 20
+    await shape.settle()
     for view in views:
-        assert await statuses(both, view.job.job_id) == [(RunStatus.SUCCEEDED, 1)]
+        assert await statuses(shape, view.job.job_id) == [(RunStatus.SUCCEEDED, 1)]
 
 
-async def test_a_run_whose_worker_and_message_are_both_gone_is_handed_back(both: Engine) -> None:
-    view = await both.create(JobParams(type="immediate"))
-    run = (await both.rt.service.list_runs("alice", view.job.job_id)).items[0]
-    await both.rt.store.runs_claim_due(DueClaim(run.shard, both.clock.now(), 10, 60))
+async def test_a_run_whose_worker_and_message_are_both_gone_is_handed_back(shape: Engine) -> None:
+    view = await shape.create(JobParams(type="immediate"))
+    run = (await shape.rt.service.list_runs("alice", view.job.job_id)).items[0]
+    await shape.rt.store.runs_claim_due(DueClaim(run.shard, shape.clock.now(), 10, 60))
     # A worker claimed it and died; its message went with the server that held it.
-    claimed = await both.rt.store.run_claim(RunClaim(run.run_id, "dead-worker",
-                                                     both.clock.now(), 30))
+    claimed = await shape.rt.store.run_claim(RunClaim(run.run_id, "dead-worker",
+                                                     shape.clock.now(), 30))
     assert claimed is not None
-    assert await both.rt.queue.depth() == 0
+    assert await shape.rt.queue.depth() == 0
 
-    both.clock.advance(29)
-    assert (await both.rescuer.run_once()).expired_leases == 0  # its lease still holds
-    both.clock.advance(2)
-    assert (await both.rescuer.run_once()).expired_leases == 1
-    await both.settle()
+    shape.clock.advance(29)
+    assert (await shape.rescuer.run_once()).expired_leases == 0  # its lease still holds
+    shape.clock.advance(2)
+    assert (await shape.rescuer.run_once()).expired_leases == 1
+    await shape.settle()
 
-    assert await statuses(both, view.job.job_id) == [(RunStatus.SUCCEEDED, 2)]
+    assert await statuses(shape, view.job.job_id) == [(RunStatus.SUCCEEDED, 2)]
 
 
-async def test_a_held_message_is_left_to_the_queue(both: Engine) -> None:
+async def test_a_held_message_is_left_to_the_queue(shape: Engine) -> None:
     """A RUNNING run whose lease ran out but whose message is still in the queue is not
     handed back twice: the queue redelivers it when its visibility ends."""
-    view = await both.create(JobParams(type="immediate"))
-    await both.dispatcher.refresh_shards()
-    await both.dispatcher.run_once()
-    held = await both.rt.queue.receive(1, both.rt.settings.visibility_timeout)
-    run = (await both.rt.service.list_runs("alice", view.job.job_id)).items[0]
-    claimed = await both.rt.store.run_claim(RunClaim(run.run_id, "slow-worker",
-                                                     both.clock.now(), 30))
+    view = await shape.create(JobParams(type="immediate"))
+    await shape.dispatcher.refresh_shards()
+    await shape.dispatcher.run_once()
+    held = await shape.rt.queue.receive(1, shape.rt.settings.visibility_timeout)
+    run = (await shape.rt.service.list_runs("alice", view.job.job_id)).items[0]
+    claimed = await shape.rt.store.run_claim(RunClaim(run.run_id, "slow-worker",
+                                                     shape.clock.now(), 30))
     assert claimed is not None
     assert len(held) == 1
 
-    both.clock.advance(45)
-    assert (await both.rescuer.run_once()).total == 0
-    assert await both.rt.queue.live([run.run_id]) == {run.run_id}
+    shape.clock.advance(45)
+    assert (await shape.rescuer.run_once()).total == 0
+    assert await shape.rt.queue.live([run.run_id]) == {run.run_id}
 
 
 async def test_a_process_with_another_shard_count_refuses_to_start(both: Engine) -> None:

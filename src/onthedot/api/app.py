@@ -20,6 +20,8 @@ from onthedot import __version__
 from onthedot.api import problems, routes_chat, routes_inbox, routes_jobs, routes_ops
 from onthedot.api.auth import LOCAL_USER, check_bind_allowed, is_loopback
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
+from onthedot.api.routes_parse import router as parse_router
+from onthedot.api.routes_web import install as install_web_pages
 from onthedot.config import Settings, load_settings
 from onthedot.mcp.http import McpEndpoint
 from onthedot.runtime import Runtime
@@ -56,7 +58,7 @@ def create_app(runtime: Runtime | None = None, *, settings: Settings | None = No
                 await rt.close()
 
     app = FastAPI(title="onthedot", version=__version__, description=DESCRIPTION,
-                  lifespan=lifespan)
+                  lifespan=lifespan, docs_url=None, redoc_url=None)  # offline ones: routes_web
     if runtime is not None:
         # Available without the lifespan too (ASGI transports in tests do not run it).
         app.state.runtime = runtime
@@ -65,6 +67,8 @@ def create_app(runtime: Runtime | None = None, *, settings: Settings | None = No
     app.include_router(routes_inbox.router)
     app.include_router(routes_ops.router)
     app.include_router(routes_chat.router)
+    app.include_router(parse_router)
+    install_web_pages(app)  # the Tasks page at /, /docs and /redoc, all offline
     mcp_endpoint.mount(app)
     app.openapi = functools.partial(_openapi_document, app)  # type: ignore[method-assign]
     return app

@@ -1,0 +1,215 @@
+"""The Tasks page in a real browser against a real server: create from a sentence, act on a
+task, see a run's output arrive without a reload, the form, the language, the timezone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from tests.api.live import LiveServer
+from tests.support.waiting import wait_until
+from tests.web.conftest import NARROW, NewContext, create_job
+
+
+def row(page: Page, name: str) -> Locator:
+    """The table row of the task called ``name``."""
+    return page.locator("#task-rows tr").filter(has=page.get_by_role("button", name=name))
+
+
+def only_job(http: httpx.Client) -> dict[str, Any]:
+    jobs: list[dict[str, Any]] = http.get("/v1/jobs").json()["jobs"]
+    assert len(jobs) == 1, jobs
+    return jobs[0]
+
+
+@pytest.mark.runs_jobs
+def test_a_task_from_one_sentence_to_its_output(page: Page, http: httpx.Client,
+                                                tmp_path: Path) -> None:
+    sentence = page.get_by_label("What to do, and when")
+    sentence.fill("every day at 8am remind me to water the plants")
+    page.get_by_role("button", name="Preview").click()
+
+    # The parser's answer, in the page's language and the viewer's timezone, before saving.
+    preview = page.locator("#preview")
+    expect(preview).to_be_visible()
+    expect(page.locator("#preview-when")).to_have_text("every day at 08:00 (Asia/Taipei)")
+    expect(page.locator("#preview-task")).to_have_text("water the plants (a reminder)")
+    expect(page.locator("#preview-runs li")).to_have_count(3)
+    expect(page.locator("#preview-runs li").first).to_contain_text("8:00 AM")
+    assert http.get("/v1/jobs").json()["jobs"] == []  # a preview creates nothing
+
+    page.get_by_role("button", name="Create task").click()
+    expect(page.locator("#notice")).to_have_text("Created “water the plants”.")
+    expect(preview).to_be_hidden()
+    task = row(page, "water the plants")
+    expect(task).to_contain_text("every day at 08:00 (Asia/Taipei)")
+    expect(task).to_contain_text("scheduled")
+    job = only_job(http)
+    assert job["job_params"]["schedule"] == "0 8 * * *"
+    assert job["action"] == {"type": "message", "text": "water the plants"}
+
+    task.get_by_role("button", name="Pause").click()
+    expect(task.locator("[data-label=Status]")).to_have_text("paused")
+    assert only_job(http)["status"] == "paused"
+    expect(task.get_by_role("button", name="Resume")).to_be_focused()  # focus kept in the row
+    task.get_by_role("button", name="Resume").click()
+    expect(task.locator("[data-label=Status]")).to_have_text("scheduled")
+    assert only_job(http)["status"] == "scheduled"
+
+    # Run it now and watch the output arrive: no reload, the page polls.
+    task.locator("[data-act=open]").click()
+    details = page.locator("#details")
+    expect(page.get_by_role("heading", name="Runs of “water the plants”")).to_be_focused()
+    task.get_by_role("button", name="Run now").click()
+    manual = details.locator("li.run").filter(has_text="run now")
+    expect(manual.locator(".badge").first).to_have_text("succeeded")
+    expect(manual.locator("pre.output")).to_contain_text('"message": "water the plants"')
+    expect(manual.locator(".deliveries")).to_contain_text("Inbox: delivered")
+    expect(task.locator("[data-label='Last result']")).to_contain_text("succeeded")
+    expect(page.locator("#inbox-count")).to_contain_text("1")
+
+    page.screenshot(path=tmp_path / "tasks-1280.png", full_page=True)
+    page.set_viewport_size(NARROW)
+    expect(task.get_by_role("button", name="Pause")).to_be_visible()
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page is {overflow}px wider than a 375px screen"
+    page.screenshot(path=tmp_path / "tasks-375.png", full_page=True)
+    for name in ("tasks-1280.png", "tasks-375.png"):
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_news_sentence_becomes_a_digest_task(page: Page, http: httpx.Client) -> None:
+    """The page creates what the words ask for, as /v1/chat and MCP create_task do."""
+    page.get_by_label("What to do, and when").fill("every day at 8am summarize the finance news")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("#preview-task")).to_have_text(
+        "summarize the finance news (a news digest)")
+    page.get_by_role("button", name="Create task").click()
+    expect(row(page, "summarize the finance news")).to_be_visible()
+    assert only_job(http)["action"] == {"type": "news_digest", "topic": "finance",
+                                        "language": "en"}
+
+
+def test_delete_asks_first(page: Page, http: httpx.Client) -> None:
+    job = create_job(http, "stretch")
+    page.reload()
+    task = row(page, "stretch")
+    dialog = page.get_by_role("dialog")
+
+    task.get_by_role("button", name="Delete").click()
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_role("heading")).to_have_text("Delete “stretch”?")
+    dialog.get_by_role("button", name="Keep it").click()
+    expect(dialog).to_be_hidden()
+    assert http.get(f"/v1/jobs/{job['job_id']}").json()["status"] == "scheduled"
+
+    task.get_by_role("button", name="Delete").click()
+    page.keyboard.press("Escape")  # Escape keeps it too
+    expect(dialog).to_be_hidden()
+    assert http.get(f"/v1/jobs/{job['job_id']}").json()["status"] == "scheduled"
+
+    task.get_by_role("button", name="Delete").click()
+    dialog.get_by_role("button", name="Delete").click()
+    expect(task.locator("[data-label=Status]")).to_have_text("deleted")
+    expect(task.get_by_role("button", name="Run now")).to_have_count(0)
+    assert http.get(f"/v1/jobs/{job['job_id']}").json()["status"] == "cancelled"
+
+
+def test_keyboard_alone_creates_and_pauses(page: Page, http: httpx.Client) -> None:
+    page.get_by_label("What to do, and when").focus()
+    page.keyboard.type("every monday at 9:30 call the bank")
+    page.keyboard.press("Enter")
+    expect(page.locator("#preview-title")).to_be_focused()
+    expect(page.locator("#preview-when")).to_have_text("every Monday at 09:30 (Asia/Taipei)")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Create task")).to_be_focused()
+    page.keyboard.press("Enter")
+    task = row(page, "call the bank")
+    expect(task).to_be_visible()
+
+    task.get_by_role("button", name="Pause").focus()
+    page.keyboard.press("Enter")
+    wait_until(lambda: only_job(http)["status"] == "paused", 10, "the job to be paused")
+
+
+def test_status_filter(page: Page, http: httpx.Client) -> None:
+    create_job(http, "kept")
+    paused = create_job(http, "resting")
+    assert http.post(f"/v1/jobs/{paused['job_id']}:pause").status_code == 200
+    page.reload()
+    expect(page.locator("#task-rows tr")).to_have_count(2)
+    page.get_by_label("Status").select_option("paused")
+    expect(page.locator("#task-rows tr")).to_have_count(1)
+    expect(row(page, "resting")).to_be_visible()
+    page.get_by_label("Status").select_option("failed")
+    expect(page.locator("#task-rows tr")).to_have_count(0)
+    expect(page.locator("#tasks-empty")).to_have_text("No tasks with this status.")
+
+
+def test_the_form_shows_the_field_to_fix(page: Page, http: httpx.Client) -> None:
+    page.get_by_label("With a form").check()
+    page.get_by_label("Name (optional)").fill("report")
+    page.get_by_label("Runs").select_option("recurring")
+    schedule = page.get_by_label("Schedule (cron or RRULE)")
+    schedule.fill("every tuesday")
+    page.get_by_label("Message").fill("send the weekly report")
+    page.get_by_role("button", name="Create task").click()
+
+    expect(schedule).to_have_attribute("aria-invalid", "true")
+    expect(schedule).to_be_focused()
+    expect(page.locator("#form-error")).not_to_be_empty()
+    assert http.get("/v1/jobs").json()["jobs"] == []
+
+    schedule.fill("RRULE:FREQ=WEEKLY;BYDAY=TU;BYHOUR=10;BYMINUTE=0")
+    page.get_by_label("Timezone").fill("Europe/Berlin")
+    page.get_by_role("button", name="Create task").click()
+    task = row(page, "report")
+    expect(task).to_contain_text("every Tuesday at 10:00 (Europe/Berlin)")
+    expect(schedule).not_to_have_attribute("aria-invalid", "true")
+    job = only_job(http)
+    assert job["job_params"]["timezone"] == "Europe/Berlin"
+    assert job["action"] == {"type": "message", "text": "send the weekly report"}
+
+
+def test_language_from_the_browser_and_switchable(new_context: NewContext, server: LiveServer,
+                                                   http: httpx.Client) -> None:
+    create_job(http, "news")
+    page = new_context(locale="zh-TW").new_page()
+    page.goto(server.url)
+    expect(page.locator("html")).to_have_attribute("lang", "zh-Hant")
+    expect(page.get_by_role("link", name="任務")).to_be_visible()
+    task = row(page, "news")
+    expect(task.locator("[data-label=排程]")).to_have_text("每天 08:00（Asia/Taipei）")
+    expect(task.locator("[data-label=狀態]")).to_have_text("已排定")
+
+    page.get_by_label("語言", exact=True).select_option("zh-Hans")
+    expect(page.locator("html")).to_have_attribute("lang", "zh-Hans")
+    expect(page.get_by_role("heading", name="你的任务")).to_be_visible()
+    expect(task.locator("[data-label=状态]")).to_have_text("已安排")
+    expect(task.get_by_role("button", name="暂停")).to_be_visible()
+
+    page.get_by_label("语言", exact=True).select_option("en")
+    expect(task.locator("[data-label=Schedule]")).to_have_text("every day at 08:00 (Asia/Taipei)")
+    page.reload()  # the choice is remembered
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+
+    simplified = new_context(locale="zh-CN").new_page()
+    simplified.goto(server.url)
+    expect(simplified.locator("html")).to_have_attribute("lang", "zh-Hans")
+
+
+def test_times_are_in_the_viewers_timezone(new_context: NewContext, server: LiveServer,
+                                           http: httpx.Client) -> None:
+    create_job(http, "launch", type="one-time", time="2031-01-02T00:00:00Z", timezone="UTC")
+    for zone, shown in (("America/New_York", "Jan 1, 2031, 7:00 PM"),
+                        ("Asia/Taipei", "Jan 2, 2031, 8:00 AM")):
+        page = new_context(timezone_id=zone).new_page()
+        page.goto(server.url)
+        expect(page.locator("#zone-note")).to_contain_text(zone)
+        next_run = row(page, "launch").locator("[data-label='Next run'] time")
+        expect(next_run).to_have_text(shown)
+        expect(next_run).to_have_attribute("datetime", "2031-01-02T00:00:00Z")

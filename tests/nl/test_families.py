@@ -72,7 +72,8 @@ def test_family_refusal(row: dict[str, Any]) -> None:
         parse(row["text"], now=now, timezone=row.get("timezone", "Asia/Taipei"))
     error = caught.value
     assert error.code == "could_not_understand"
-    assert error.field is not None and row["field"] in error.field, error.field
+    assert error.field is not None
+    assert row["field"] in error.field, error.field
     assert error.expected
     assert has_cjk(error.message) == has_cjk(row["text"])
     if row.get("question"):

@@ -184,12 +184,12 @@ def test_unknown_timezone() -> None:
 
 def test_error_carries_expected_forms_and_language() -> None:
     with pytest.raises(ValidationError) as caught:
-        parse("每隔7分鐘提醒我", now=TAIPEI_SUNDAY, timezone="Asia/Taipei")
+        parse("每隔一天提醒我", now=TAIPEI_SUNDAY, timezone="Asia/Taipei")
     error = caught.value
-    assert error.field == "每隔7分鐘"
-    assert "每 6 或每 10 分鐘" in error.message
+    assert error.field == "每隔一天"
+    assert "每兩天" in error.message
     assert error.expected is not None
-    assert "60" in error.expected
+    assert "每兩天" in error.expected
     assert error.to_dict()["code"] == "could_not_understand"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from onthedot.nl.combine import touching
 from onthedot.nl.parts import Piece
 
 _ZH_LEAD = re.compile(
@@ -32,10 +33,14 @@ _CJK_GAP = re.compile(r"(?<=[\u3400-\u9fff，。、：；！？])\s+|\s+(?=[\u34
 def task_text(text: str, kept: list[Piece], chinese: bool) -> str:
     parts: list[str] = []
     last = 0
+    previous: Piece | None = None
     for p in sorted(kept, key=lambda p: p.start):
-        parts.append(text[last : p.start])
+        # What joins two pieces of the time expression (和, 、, （）) is part of it, not the task.
+        if previous is None or not touching(previous, p, text):
+            parts.append(text[last : p.start])
         parts.append(" ")
         last = p.end
+        previous = p
     parts.append(text[last:])
     rest = " ".join("".join(parts).split())
     if chinese:

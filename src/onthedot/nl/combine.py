@@ -39,12 +39,13 @@ from onthedot.nl.parts import (
 # What may sit between two pieces of one time expression: 明天 下午三點, "tomorrow, at 3pm",
 # 12月4日（週五）.
 _JOINER = re.compile(
-    r"^(?:\s|[,，、()（）&]|的|在|於|于|和|及|與|与|跟|\b(?:at|on|in|of|by|and)\b)*$",
+    r"^(?:\s|[,，、()（）&]|的|在|於|于|和|及|與|与|跟|\b(?:at|on|in|of|by|and|again|also)\b)*$",
     re.IGNORECASE,
 )
 # What joins two times of day into a list: "at 8am and 8pm", 早上八點、中午十二點和晚上六點.
 _LIST = re.compile(
-    r"^\s*(?:(?:[,，、&]|\band\b|和|及|與|与|跟|以及|還有|还有)\s*)+$", re.IGNORECASE
+    r"^\s*(?:(?:[,，、&]|\band\b|\bagain\b|\balso\b|\bthen\b|和|及|與|与|跟|以及|還有|还有|再)\s*)+$",
+    re.IGNORECASE,
 )
 # Dates a weekday may be said with ("Tue, Oct 6", 12月4日（週五）): the weekday is then checked.
 _DATED = (AbsDate, SlashDate, NthWeekdayRef, HolidayRef, DayOfMonth, MonthRef)
@@ -149,12 +150,13 @@ def merge(kept: list[Piece], text: str) -> Spec:
                 continue  # 上班時間 ... 九點到六點: the hours are said
             raise Unreadable(p.problem)
     previous: Piece | None = None  # the last piece that gave a time of day
+    counted = any(p.count is not None for p in kept)
     for p in kept:
         if p.problem is not None:
             continue
         _merge_one(spec, p)
         if p.clock is not None or p.daypart is not None:
-            _merge_slot(spec, p, previous, text)
+            _merge_slot(spec, p, previous, text, counted)
             previous = p
     return spec
 
@@ -184,11 +186,16 @@ def _merge_one(spec: Spec, p: Piece) -> None:
         raise fail("conflict", p.text)
 
 
-def _merge_slot(spec: Spec, p: Piece, previous: Piece | None, text: str) -> None:
+def _merge_slot(
+    spec: Spec, p: Piece, previous: Piece | None, text: str, counted: bool
+) -> None:
     """A piece's time of day opens a new slot after a list word, else completes the open one
-    (tomorrow morning ... at 8); "at 8, 12 and 18" brings its further times along."""
+    (tomorrow morning ... at 8); "at 8, 12 and 18" brings its further times along. After 一天兩次
+    two clocks are two times even without a list word (早上八點晚上八點)."""
     new = Slot(p.clock, p.daypart)
     listed = previous is not None and bool(_LIST.match(text[previous.end : p.start]))
+    if counted and spec.slots and spec.slots[-1].clock is not None and new.clock is not None:
+        listed = True
     if not spec.slots or listed:
         spec.slots.append(new)
         spec.slot_texts.append(p.text)

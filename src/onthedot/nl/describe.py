@@ -232,6 +232,10 @@ def _date(value: str) -> date:
 def _rules(rules: list[dict[str, str]], language: Language) -> str:
     """One description for rules that differ only in their times of day."""
     first = {k: v for k, v in rules[0].items() if k not in ("BYHOUR", "BYMINUTE")}
+    if first.get("BYSETPOS") == "-1" and first.get("BYMONTHDAY", "").startswith("28,"):
+        # The clamped day of "every 3 months" said on the 29th-31st: the day of creation.
+        first = {k: v for k, v in first.items() if k not in ("BYSETPOS", "BYMONTHDAY")}
+        rules = [{k: v for k, v in r.items() if k not in ("BYSETPOS", "BYMONTHDAY")} for r in rules]
     times: set[tuple[int, int]] = set()
     for rule in rules:
         if set(rule) - _RULE_PARTS or rule.get("BYSECOND", "0") != "0":

@@ -110,8 +110,17 @@ def _on_days(rec: Recurrence, times: list[TimeOfDay], at: Where) -> str:
     if isinstance(rec, YearlyComputed):
         return _listed(rec.holiday, times, at)
     assert isinstance(rec, Anchored)
-    freq = "WEEKLY" if rec.unit == "week" else "MONTHLY"
-    return _rules(f"FREQ={freq};INTERVAL={rec.interval}", times)
+    if rec.unit == "week":
+        return _rules(f"FREQ=WEEKLY;INTERVAL={rec.interval}", times)
+    day = at.now.day
+    if day <= 28:
+        return _rules(f"FREQ=MONTHLY;INTERVAL={rec.interval}", times)
+    # Said on the 31st, "every 3 months" falls on the last day of shorter months (not skipped,
+    # as a plain BYMONTHDAY=31 would): the last of days 28..31 that the month has. BYSETPOS
+    # picks among all times of a period, so each time of day gets its own rule.
+    last_days = ",".join(str(d) for d in range(28, day + 1))
+    base = f"FREQ=MONTHLY;INTERVAL={rec.interval};BYMONTHDAY={last_days};BYSETPOS=-1"
+    return "\n".join(_rules(base, [t]) for t in sorted(times, key=lambda t: (t.hour, t.minute)))
 
 
 def _monthly_days(rec: MonthlyDays, times: list[TimeOfDay], at: Where) -> str:

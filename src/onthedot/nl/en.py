@@ -10,6 +10,7 @@ from onthedot.nl import common
 from onthedot.nl.numbers import EN_NUM, EN_ORD, en_ordinal, en_to_int
 from onthedot.nl.parts import (
     AbsDate,
+    Anchored,
     Clock,
     Daily,
     DayOfMonth,
@@ -87,7 +88,7 @@ def day_list(text: str) -> frozenset[int]:
 def _n(text: str | None) -> int | None:
     if not text:
         return 1
-    return 2 if text.lower() == "other" else en_to_int(text)
+    return 2 if text.lower() in ("other", "second") else en_to_int(text)
 
 
 def _amount(text: str, unit: str | None) -> tuple[int, str] | None:
@@ -465,7 +466,16 @@ RULES: list[Rule] = [
         _fixed(recurrence=Weekly(frozenset({5, 6}))),
     ),
     rule(rf"{_ON}{_EVERY}(?:(?P<n>other)\s+)?(?P<days>{DAYLIST})", _weekly),
-    rule(rf"{_EVERY}(?:(?P<n>other|{EN_NUM})\s+)?weeks?\s+on\s+(?P<days>{DAYLIST})", _weekly),
+    rule(
+        rf"{_EVERY}(?:(?P<n>other|second|{EN_NUM})\s+)?weeks?\s+on\s+(?P<days>{DAYLIST})", _weekly
+    ),
+    rule(rf"\bonce\s+a\s+week\s+on\s+(?P<days>{DAYLIST})", _weekly),
+    rule(rf"\bonce\s+a\s+month\s+on\s+(?P<days>{ORDLIST})(?:\s+day)?", _monthly),
+    rule(r"\bonce\s+a\s+(?:week|month)\b", _fail("need_day")),
+    rule(r"\bonce\s+a\s+year\b", _fail("need_date")),
+    rule(rf"\b(?:twice|thrice|{EN_NUM}\s+times)\s+(?:a|per|each)\s+(?:week|month|year)\b",
+         _fail("unparsed")),
+    rule(r"\bevery\s+second\s+week\b", lambda m: piece(m, recurrence=Anchored("week", 2))),
     rule(rf"\bweekly\s+on\s+(?P<days>{DAYLIST})", _weekly),
     rule(
         rf"\b(?:fortnightly|bi-?weekly|every\s+fortnight)\s+(?:on\s+)?(?P<days>{DAYLIST})",
@@ -603,8 +613,17 @@ RULES: list[Rule] = [
     # "9 tonight", "8 tomorrow morning": a bare hour right before the day that places it.
     rule(
         rf"\b(?:at\s+)?(?P<h>{EN_NUM})(?::(?P<m>\d{{2}}))?"
-        r"(?=\s+(?:tonight|tomorrow|today|this\s+(?:morning|afternoon|evening)))",
+        r"(?=\s+(?:tonight|tomorrow|today|this\s+(?:morning|afternoon|evening)"
+        r"|in\s+the\s+(?:morning|afternoon|evening)|at\s+night))",
         _clock,
+    ),
+    # British "at half nine" is 09:30.
+    rule(rf"\bat\s+half\s+(?P<h>{EN_NUM})\b", lambda m: _half_british(m)),
+    rule(
+        r"\b(?P<a>\d{1,2}(?::\d{2})?\s*(?:[ap]\.?m\.?)?)\s*[-–]\s*"
+        r"(?P<b>\d{1,2}(?::\d{2})?\s*[ap]\.?m\.?)(?![a-z])"
+        r"|\b(?P<a2>\d{1,2}:\d{2})\s*[-–]\s*(?P<b2>\d{1,2}:\d{2})\b",
+        lambda m: _dash_window(m),
     ),
     rule(r"\b(?:in\s+the\s+|at\s+)?(?P<dp>morning|afternoon|evening|night)\b", _daypart),
     rule(
@@ -675,3 +694,19 @@ def _times_a_day_any(m: re.Match[str]) -> Piece:
     if count is None or count == 0:
         return problem(m, "unparsed")
     return piece(m, recurrence=Daily(), count=count)
+
+
+def _half_british(m: re.Match[str]) -> Piece:
+    hour = en_to_int(m.group("h"))
+    if hour is None or not 1 <= hour <= 12:
+        return problem(m, "bad_hour")
+    return piece(m, clock=Clock(hour, 30))
+
+
+def _dash_window(m: re.Match[str]) -> Piece:
+    """9am-5pm, 9-5pm, 09:00-17:00."""
+    first = _time_slot(m.group("a") or m.group("a2"))
+    last = _time_slot(m.group("b") or m.group("b2"))
+    if first is None or last is None:
+        return problem(m, "bad_hour")
+    return piece(m, window=(first, last))

@@ -188,11 +188,15 @@ def window_times(spec: Spec, step_seconds: int | None) -> list[TimeOfDay]:
     assert spec.window is not None
     field = _text(spec, "window")
     first, last = spec.window
-    start, _ = slot_time(first, field, None)
+    start, start_bare = slot_time(first, field, None)
     end, end_bare = slot_time(last, field, first.daypart)
     if start.shift or end.shift:
         raise fail("unparsed", field)
     begin, finish = start.hour * 60 + start.minute, end.hour * 60 + end.minute
+    pm_end = last.clock is not None and last.clock.meridiem == "pm"
+    if start_bare and pm_end and start.hour < 12 and begin + 12 * 60 < finish:
+        begin += 12 * 60  # "from 2 to 4pm": the pm of the end covers the start
+        start = TimeOfDay(start.hour + 12, start.minute)
     if end_bare and finish <= begin and end.hour < 12:
         finish += 12 * 60
     if finish <= begin:

@@ -37,8 +37,8 @@ from onthedot.nl.scan import Rule, rule
 WEEK = r"(?:週|周|星期|禮拜|礼拜)"
 _DAY_CHARS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 # A weekday numeral is not one when a clock marker follows: 每週一三點 is Monday at 3.
-_DAYC = r"[一二三四五六日天](?![點点時时:])"
-_DAYC_NO_TIAN = r"[一二三四五六日](?![點点時时:])"  # 每週六天 is "six days a week", not Sunday
+_DAYC = r"[一二三四五六日天](?![點点時时:次])"  # 每三週一次 is "once every three weeks"
+_DAYC_NO_TIAN = r"[一二三四五六日](?![點点時时:次])"  # 每週六天 is "six days a week", not Sunday
 DAYLIST = rf"{_DAYC}(?:(?:[、,，和及與与跟/]|到|至|-|~)?(?:{WEEK}{_DAYC}|{_DAYC_NO_TIAN}))*"
 HOUR = r"(?:\d{1,2}|[零〇一二兩两三四五六七八九十]{1,3})"
 MINNUM = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
@@ -49,6 +49,8 @@ _UNITS = (
     r"(?:秒鐘|秒钟|秒|分鐘|分钟|分|小時|小时|鐘頭|钟头|天|日|週|周|星期|禮拜|礼拜|個月|个月|月)"
 )
 QUARTERS = (1, 4, 7, 10)
+# 五點整 is 05:00 sharp, but 五點整理報告 is "at five, tidy up the report".
+_SHARP = r"整(?!理|個|个|天|齊|齐|合|頓|顿|修|套|體|体|點|点|年|月)"
 
 DAYPARTS: dict[str, tuple[Daypart, int | None]] = {
     "早上": (Daypart.MORNING, None), "早晨": (Daypart.MORNING, None),
@@ -457,7 +459,8 @@ _WORKDAY = r"(?:每(?:一)?(?:個|个)?)?(?:工作日|上班日)"
 
 def _time_end(i: int) -> str:
     """One end of a window: 九點, 早上9點半, 下午五點十五分 (groups dp<i>, h<i>, m<i>)."""
-    return rf"(?P<dp{i}>{DP})?\s*(?P<h{i}>{HOUR})\s*{MARK}(?P<m{i}>半|一刻|三刻|整|{MINNUM}分?)?"
+    minutes = rf"(?P<m{i}>半|一刻|三刻|{_SHARP}|{MINNUM}分?)?"
+    return rf"(?P<dp{i}>{DP})?\s*(?P<h{i}>{HOUR})\s*{MARK}{minutes}"
 
 
 _WINDOW = rf"(?:從|从|自)?{_time_end(1)}\s*(?:到|至|-|~|～|—)\s*{_time_end(2)}"
@@ -565,7 +568,7 @@ RULES: list[Rule] = [
     # Times of day
     rule(
         rf"(?P<dp>{DP})?\s*(?P<h>{HOUR})\s*(?P<mark>{MARK})"
-        rf"(?P<mm>半|一刻|三刻|整|(?:零|〇|0)?{MINNUM}\s*分(?!鐘|钟)|(?:零|〇|0)?{MINNUM}(?![分\d]))?"
+        rf"(?P<mm>半|一刻|三刻|{_SHARP}|(?:零|〇|0)?{MINNUM}\s*分(?!鐘|钟)|(?:零|〇|0)?{MINNUM}(?![分\d]))?"
         rf"(?P<approx>{_APPROX})?",
         _time,
     ),
@@ -580,6 +583,13 @@ RULES: list[Rule] = [
     ),
     # Fragments that look like times but are not readable: reported, never guessed.
     rule(rf"(?:每(?:個|个)?)?{WEEK}[七八九十零〇]", _fail("bad_weekday")),
+    # 隔週五: every other Friday, or Friday of next week? Asked, never guessed.
+    rule(rf"(?<!每)隔{WEEK}[一二三四五六日天]", _fail("every_other")),
+    # 每三週一次, 每季一次: "once" adds nothing to the rule it follows.
+    rule(
+        r"(?<=[週周月天年季日])\s*(?:一次|1次)",
+        lambda m: piece(m, weak=True, stands_alone=False),
+    ),
     rule(r"(?:這|这|本|下|上)?(?:個|个)?(?:週|周)末", _fail("unparsed", weak=True)),
     # Bounds (從明天開始, 到月底為止, 連續三天) are not supported: refusing beats ignoring them.
     rule(rf"(?:從|从|自)(?:{_WHEN})\S{{0,6}}?(?:開始|开始|起)", _fail("unparsed")),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from onthedot.nl.holidays import yearly_holiday
 from onthedot.nl.parts import (
     AbsDate,
     Anchored,
@@ -34,6 +35,8 @@ from onthedot.nl.parts import (
     WeekdayRef,
     Weekly,
     WeekRef,
+    Yearly,
+    YearlyNth,
 )
 
 # What may sit between two pieces of one time expression: 明天 下午三點, "tomorrow, at 3pm",
@@ -255,6 +258,14 @@ def _fold_day_into_recurrence(spec: Spec, p: Piece) -> None:
     elif isinstance(rec, MonthlyDays) and not rec.day_given and isinstance(day, DayOfMonth):
         spec.recurrence = replace(rec, days=(day.day,), day_given=True)
         spec.date = None
+    elif isinstance(rec, Anchored) and rec.unit == "year":
+        # 每年 + a date: 每年的農曆三月初三, every year on Christmas, annually on March 8.
+        if isinstance(day, AbsDate) and day.year is None and day.year_offset is None:
+            spec.recurrence, spec.date = Yearly(day.month, day.day), None
+        elif isinstance(day, HolidayRef):
+            spec.recurrence, spec.date = yearly_holiday(day.holiday), None
+        elif isinstance(day, NthWeekdayRef) and day.month is not None and day.year_offset is None:
+            spec.recurrence, spec.date = YearlyNth(day.month, day.nth, day.weekday), None
 
 
 def _merge_recurrence(current: Recurrence | None, new: Recurrence, p: Piece) -> Recurrence:

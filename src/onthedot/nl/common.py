@@ -90,6 +90,8 @@ def interval_piece(m: re.Match[str], n: int, unit: str | None) -> Piece:
         return piece(m, recurrence=Anchored("week" if unit == "week" else "month", n))
     if unit in ("week", "month"):
         return problem(m, "need_day", weak=True)
+    if unit == "year" and n == 1:
+        return piece(m, recurrence=Anchored("year", 1))
     if unit == "year":
         return problem(m, "need_date", weak=True)
     return problem(m, "unparsed")

@@ -55,6 +55,8 @@ def recurring(spec: Spec, times: list[TimeOfDay], now: datetime, zone: ZoneInfo,
         return _on_days(days, times, Where(now, zone, tz, _text(spec)))
     if spec.window is not None:
         raise fail("need_step", _text(spec))
+    if isinstance(rec, Anchored) and rec.unit == "year":  # 每年 with no date to complete it
+        raise fail("need_date", next(p.text for p in spec.pieces if p.recurrence == rec))
     field = spec.slot_texts[0] if spec.slot_texts else spec.matched
     return _on_days(rec, times or [DEFAULT_TIME], Where(now, zone, tz, field))
 
@@ -110,6 +112,7 @@ def _on_days(rec: Recurrence, times: list[TimeOfDay], at: Where) -> str:
     if isinstance(rec, YearlyComputed):
         return _listed(rec.holiday, times, at)
     assert isinstance(rec, Anchored)
+    assert rec.unit != "year"  # refused in recurring(): there is no date
     if rec.unit == "week":
         return _rules(f"FREQ=WEEKLY;INTERVAL={rec.interval}", times)
     day = at.now.day

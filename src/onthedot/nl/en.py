@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Literal
 
 from onthedot.nl import common
+from onthedot.nl.holidays import yearly_holiday
 from onthedot.nl.numbers import EN_NUM, EN_ORD, en_ordinal, en_to_int
 from onthedot.nl.parts import (
     AbsDate,
@@ -31,8 +32,6 @@ from onthedot.nl.parts import (
     Weekly,
     WeekRef,
     Yearly,
-    YearlyComputed,
-    YearlyNth,
     piece,
     problem,
 )
@@ -395,25 +394,6 @@ def holiday_key(name: str) -> str | None:
     return _HOLIDAY_NAMES.get(word) or _HOLIDAY_NAMES.get(word.replace("'", ""))
 
 
-def yearly_holiday(key: str) -> Yearly | YearlyNth | YearlyComputed:
-    """The recurrence of a holiday: a cron date, an RRULE weekday, or listed dates."""
-    fixed = {
-        "new_year": (1, 1), "valentine": (2, 14), "womens_day": (3, 8), "st_patrick": (3, 17),
-        "labour_day_may": (5, 1), "independence_day": (7, 4), "halloween": (10, 31),
-        "christmas_eve": (12, 24), "christmas": (12, 25), "boxing_day": (12, 26),
-        "new_year_eve": (12, 31),
-    }  # fmt: skip
-    nth = {
-        "mothers_day": (5, 2, 6), "fathers_day": (6, 3, 6), "memorial_day": (5, -1, 0),
-        "labor_day_us": (9, 1, 0), "thanksgiving": (11, 4, 3),
-    }  # fmt: skip
-    if key in fixed:
-        return Yearly(*fixed[key])
-    if key in nth:
-        return YearlyNth(*nth[key])
-    return YearlyComputed(key)
-
-
 def replace_problem_text(p: Piece, text: str) -> Problem:
     assert p.problem is not None
     return replace(p.problem, text=text)
@@ -453,9 +433,10 @@ RULES: list[Rule] = [
         rf"|\b(?P<n2>twice|{EN_NUM}\s+times)\s+daily\b",
         lambda m: _times_a_day_any(m),
     ),
-    rule(rf"{_EVERY}(?P<u>week|month|year)\b", _fail("need_day")),
+    rule(rf"{_EVERY}(?P<u>week|month)\b", _fail("need_day")),
+    rule(rf"{_EVERY}year\b", _fixed(recurrence=Anchored("year", 1))),
     rule(r"\b(?:weekly|monthly|fortnightly|bi-?weekly)\b", _fail("need_day", weak=True)),
-    rule(r"\b(?:yearly|annually)\b", _fail("need_date", weak=True)),
+    rule(r"\b(?:yearly|annually)\b", _fixed(recurrence=Anchored("year", 1), weak=True)),
     rule(
         rf"{_ON}{_EVERY}(?:single\s+)?(?:week\s*day|work(?:ing)?\s*day|business\s+day)\b"
         rf"|{_ON}(?:weekdays|work(?:ing)?\s*days|business\s+days)\b",

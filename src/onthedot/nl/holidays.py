@@ -18,6 +18,8 @@ from datetime import date, timedelta
 from dateutil.easter import easter
 from lunardate import LunarDate
 
+from onthedot.nl.parts import Yearly, YearlyComputed, YearlyNth
+
 # lunardate's table ends with lunar year 2099; yearly lunar dates are listed up to it.
 LUNAR_LAST_YEAR = 2099
 LUNAR_FIRST_YEAR = 1901
@@ -131,3 +133,22 @@ def days_from(key: str, first_year: int, last_year: int) -> list[date]:
     """The holiday's days in Gregorian years ``first_year``..``last_year``, in order."""
     found = (holiday(key).on(y) for y in range(first_year, last_year + 1))
     return [d for d in found if d is not None]
+
+
+def yearly_holiday(key: str) -> Yearly | YearlyNth | YearlyComputed:
+    """The recurrence of a holiday: a cron date, an RRULE weekday, or listed dates."""
+    fixed = {
+        "new_year": (1, 1), "valentine": (2, 14), "womens_day": (3, 8), "st_patrick": (3, 17),
+        "labour_day_may": (5, 1), "independence_day": (7, 4), "halloween": (10, 31),
+        "christmas_eve": (12, 24), "christmas": (12, 25), "boxing_day": (12, 26),
+        "new_year_eve": (12, 31),
+    }  # fmt: skip
+    nth = {
+        "mothers_day": (5, 2, 6), "fathers_day": (6, 3, 6), "memorial_day": (5, -1, 0),
+        "labor_day_us": (9, 1, 0), "thanksgiving": (11, 4, 3),
+    }  # fmt: skip
+    if key in fixed:
+        return Yearly(*fixed[key])
+    if key in nth:
+        return YearlyNth(*nth[key])
+    return YearlyComputed(key)

@@ -88,9 +88,10 @@ class YearlyComputed:
 
 @dataclass(frozen=True)
 class Anchored:
-    """Every N weeks or months with no day named: counted from the day the request was made."""
+    """Every N weeks or months with no day named: counted from the day the request was made.
+    Every year (每年) needs a date, which a date word completes (每年農曆三月初三, 每年元宵節)."""
 
-    unit: Literal["week", "month"]
+    unit: Literal["week", "month", "year"]
     interval: int
 
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 
 from onthedot.nl import common
-from onthedot.nl.en import yearly_holiday
+from onthedot.nl.holidays import yearly_holiday
 from onthedot.nl.numbers import ZH_NUM, zh_to_int
 from onthedot.nl.parts import (
     AbsDate,

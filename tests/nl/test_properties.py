@@ -18,12 +18,19 @@ ZH_WORDS = [
     "月",
     "每隔", "小時", "分鐘", "後", "后", "星期", "禮拜", "天", "末", "工作日", "最後一天", "第一個",
     "提醒我", "幫我", "喝水", "開會", "25", "8", ":", "30", "年", "每月", "每年", "立刻", "稍後",
+    "和", "、", "到", "一天三次", "每季", "每半年", "中秋節", "農曆", "正月", "初一", "除夕",
+    "元宵節",
+    "聖誕節", "國慶日", "清明", "開齋節", "午飯後", "上班時間", "找個時間", "的", "1.5", "隔週五",
+    "10/6", "（", "）", "整理", "秒", "每兩週", "第二個", "最後一個", "下個月",
 ]  # fmt: skip
 EN_WORDS = [
     "every", "day", "weekday", "monday", "friday", "and", "at", "8", "9am", "10:30", "pm", "noon",
     "midnight", "tomorrow", "tonight", "next", "in", "20", "minutes", "hours", "2", "other", "on",
     "the", "first", "15th", "of", "month", "year", "march", "remind", "me", "to", "call", "mom",
     "morning", "evening", "weekends", "half", "an", "hour", "now", "soon", "25:00", "last",
+    "between", "from", "4", "quarterly", "fortnightly", "biweekly", "tuesdays", "twice", "times",
+    "1.5", "past", "quarter", "christmas", "eve", "thanksgiving", "easter", "diwali", "sunset",
+    "lunch", "10/6", "tue,", "oct", "second", "week's", "seconds", "40", "ish", "9am-5pm",
 ]  # fmt: skip
 ZONES = ["Asia/Taipei", "Asia/Shanghai", "America/New_York", "Europe/London", "UTC"]
 START = datetime(2026, 1, 1, tzinfo=UTC)

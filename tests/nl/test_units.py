@@ -12,6 +12,7 @@ from onthedot.nl import Doing, ParseResult, parse, render_confirmation
 from onthedot.nl.describe import describe
 from onthedot.nl.lang import detect, normalise_language
 from onthedot.nl.numbers import en_ordinal, en_to_int, zh_to_int
+from onthedot.schedule import compile_schedule
 
 TAIPEI_SUNDAY = datetime(2026, 11, 29, 10, 0, tzinfo=ZoneInfo("Asia/Taipei"))
 
@@ -97,6 +98,32 @@ def test_language_codes() -> None:
         ("RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO;BYHOUR=9;BYMINUTE=0;BYSECOND=0",
          "every 2 weeks on Monday at 09:00", "每 2 週的週一 09:00", "每 2 周的周一 09:00"),
         ("@weekly", "@weekly", "@weekly", "@weekly"),  # not ours: said back as written
+        ("0 8,20 * * *", "every day at 08:00 and 20:00", "每天 08:00、20:00", "每天 08:00、20:00"),
+        ("RRULE:FREQ=DAILY;BYHOUR=7;BYMINUTE=30;BYSECOND=0\n"
+         "RRULE:FREQ=DAILY;BYHOUR=22;BYMINUTE=0;BYSECOND=0",
+         "every day at 07:30 and 22:00", "每天 07:30、22:00", "每天 07:30、22:00"),
+        ("0 9-17 * * 1-5", "every weekday, every hour from 09:00 to 17:00",
+         "每個工作日 09:00 至 17:00 每小時", "每个工作日 09:00 至 17:00 每小时"),
+        ("0 9 1 1,4,7,10 *", "on day 1 of January, April, July and October at 09:00",
+         "每年1、4、7、10月的1日 09:00", "每年1、4、7、10月的1日 09:00"),
+        ("DTSTART;TZID=Asia/Taipei:20261204T150000\n"
+         "RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=FR;BYHOUR=15;BYMINUTE=0;BYSECOND=0",
+         "every 2 weeks on Friday at 15:00, starting 2026-12-04",
+         "每 2 週的週五 15:00，從 2026-12-04 起", "每 2 周的周五 15:00，从 2026-12-04 起"),
+        ("RRULE:FREQ=MINUTELY;INTERVAL=40", "every 40 minutes, counted from when it was created",
+         "每 40 分鐘（自建立時起算）", "每 40 分钟（自创建时起算）"),
+        ("RRULE:FREQ=YEARLY;BYMONTH=11;BYDAY=4TH;BYHOUR=12;BYMINUTE=0;BYSECOND=0",
+         "every year on the fourth Thursday of November at 12:00", "每年11月第四個週四 12:00",
+         "每年11月第四个周四 12:00"),
+        ("DTSTART;TZID=Asia/Taipei:20270915T200000\n"
+         "RDATE;TZID=Asia/Taipei:20270915T200000,20281003T200000,20290922T200000",
+         "every year on lunar 8/15 at 20:00 (dates listed until 2029)",
+         "每年農曆八月十五 20:00（2029 年前）", "每年农历八月十五 20:00（2029 年前）"),
+        # A rule part the describer does not know is never guessed at: said back as written.
+        ("RRULE:FREQ=MONTHLY;BYDAY=1MO;BYSETPOS=1;BYHOUR=9;BYMINUTE=0",
+         "RRULE:FREQ=MONTHLY;BYDAY=1MO;BYSETPOS=1;BYHOUR=9;BYMINUTE=0",
+         "RRULE:FREQ=MONTHLY;BYDAY=1MO;BYSETPOS=1;BYHOUR=9;BYMINUTE=0",
+         "RRULE:FREQ=MONTHLY;BYDAY=1MO;BYSETPOS=1;BYHOUR=9;BYMINUTE=0"),
     ],
 )  # fmt: skip
 def test_describe(schedule: str, en: str, hant: str, hans: str) -> None:
@@ -184,12 +211,12 @@ def test_unknown_timezone() -> None:
 
 def test_error_carries_expected_forms_and_language() -> None:
     with pytest.raises(ValidationError) as caught:
-        parse("每隔7分鐘提醒我", now=TAIPEI_SUNDAY, timezone="Asia/Taipei")
+        parse("每隔一天提醒我", now=TAIPEI_SUNDAY, timezone="Asia/Taipei")
     error = caught.value
-    assert error.field == "每隔7分鐘"
-    assert "每 6 或每 10 分鐘" in error.message
+    assert error.field == "每隔一天"
+    assert "每兩天" in error.message
     assert error.expected is not None
-    assert "60" in error.expected
+    assert "每兩天" in error.expected
     assert error.to_dict()["code"] == "could_not_understand"
 
 
@@ -213,3 +240,33 @@ def test_confirmation_says_what_the_job_does() -> None:
     # Braces in the task are text, not a template.
     assert render_confirmation(later, TAIPEI_SUNDAY, doing=Doing("message", "{when}")) == (
         "OK, scheduled a reminder “{when}” for 2026-11-29 15:00 (America/New_York).")
+
+
+def test_confirmation_says_how_a_bare_hour_was_read() -> None:
+    new_york = datetime(2026, 6, 15, 8, 45, tzinfo=ZoneInfo("America/New_York"))
+    bare = parse("at 3 call the bank", now=new_york, timezone="America/New_York")
+    assert render_confirmation(bare, new_york) == (
+        "OK, scheduled “call the bank” for 2026-06-16 03:00 (America/New_York). "
+        "“3” is read as 03:00 (24-hour clock); say 3pm for 15:00."
+    )
+    assert bare.to_dict()["notes"] == [
+        {"key": "bare_hour", "said": "3", "as": "03:00", "pm": "15:00"}
+    ]
+    zh = parse("明天三點開會", now=TAIPEI_SUNDAY, timezone="Asia/Taipei")
+    assert render_confirmation(zh, TAIPEI_SUNDAY).endswith(
+        "（未說上午或下午的鐘點按 24 小時制讀作 03:00；若是下午請加「下午」）"
+    )
+    # With am/pm or a part of the day there is nothing to say.
+    for text in ("at 3pm call the bank", "at 9 tonight call dad"):
+        said = render_confirmation(parse(text, now=new_york, timezone="America/New_York"), new_york)
+        assert "24-hour" not in said
+
+
+def test_short_intervals_are_left_to_the_service() -> None:
+    # The parser has no minimum interval; the service refuses below ONTHEDOT_MIN_INTERVAL.
+    result = parse("every 30 seconds", now=TAIPEI_SUNDAY, timezone="UTC")
+    assert result.job_params.schedule == "RRULE:FREQ=SECONDLY;INTERVAL=30"
+    assert [t.second for t in result.next_runs(2)] == [30, 0]
+    with pytest.raises(ValidationError) as caught:
+        compile_schedule(result.job_params, anchor=TAIPEI_SUNDAY, now=TAIPEI_SUNDAY)
+    assert caught.value.code == "schedule_too_frequent"

@@ -45,13 +45,14 @@ def _parse(text: str, now: datetime, zone: ZoneInfo, tz: str, language: str) -> 
     if not kept:
         raise fail("no_time", text.strip() or text)
     spec = merge(kept, text)
-    params = to_params(spec, now, zone, tz)
+    params, notes = to_params(spec, now, zone, tz)
     return ParseResult(
         job_params=params,
         task=task_text(text, kept, chinese),
         matched=spec.matched,
         now=now,
         language=detect(text, tz),
+        notes=notes,
     )
 
 

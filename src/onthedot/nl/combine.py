@@ -4,6 +4,9 @@ Two steps: ``select`` decides which pieces are part of the time expression (weak
 the 一點 of 看一點書 or the "morning" of "the morning news" only count when they touch a strong
 piece, or stand alone with nothing else saying the same thing), then ``merge`` folds them into a
 ``Spec``, refusing contradictions (明天 ... 每天, 早上 ... 8pm) instead of picking one.
+
+Times of day joined by a list word (and, 和, 、, a comma) are several times: "at 8am and 8pm",
+每天中午和傍晚六點. A vague word (sometime, 改天) is refused even when another word gives a day.
 """
 
 from __future__ import annotations
@@ -11,21 +14,44 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from onthedot.nl.holidays import yearly_holiday
 from onthedot.nl.parts import (
-    Clock,
+    AbsDate,
+    Anchored,
     Daily,
     DateRef,
-    Daypart,
+    DayOfMonth,
     Every,
+    HolidayRef,
+    MonthlyDays,
+    MonthRef,
+    NthWeekdayRef,
     Offset,
     Piece,
     Problem,
     Recurrence,
+    SlashDate,
+    Slot,
+    WeekdayRef,
     Weekly,
+    WeekRef,
+    Yearly,
+    YearlyNth,
 )
 
-# What may sit between two pieces of one time expression: 明天 下午三點, "tomorrow, at 3pm".
-_JOINER = re.compile(r"^(?:\s|[,，、]|的|在|於|于|\b(?:at|on|in|of|by)\b)*$", re.IGNORECASE)
+# What may sit between two pieces of one time expression: 明天 下午三點, "tomorrow, at 3pm",
+# 12月4日（週五）.
+_JOINER = re.compile(
+    r"^(?:\s|[,，、()（）&]|的|在|於|于|和|及|與|与|跟|\b(?:at|on|in|of|by|and|again|also)\b)*$",
+    re.IGNORECASE,
+)
+# What joins two times of day into a list: "at 8am and 8pm", 早上八點、中午十二點和晚上六點.
+_LIST = re.compile(
+    r"^\s*(?:(?:[,，、&]|\band\b|\bagain\b|\balso\b|\bthen\b|和|及|與|与|跟|以及|還有|还有|再)\s*)+$",
+    re.IGNORECASE,
+)
+# Dates a weekday may be said with ("Tue, Oct 6", 12月4日（週五）): the weekday is then checked.
+_DATED = (AbsDate, SlashDate, NthWeekdayRef, HolidayRef, DayOfMonth, MonthRef)
 
 
 class Unreadable(Exception):
@@ -46,11 +72,18 @@ class Spec:
     recurrence: Recurrence | None = None
     date: DateRef | None = None
     offset: Offset | None = None
-    daypart: Daypart | None = None
-    clock: Clock | None = None
+    slots: list[Slot] = field(default_factory=list)  # the times of day, in the order said
+    slot_texts: list[str] = field(default_factory=list)  # where each came from, for errors
+    window: tuple[Slot, Slot] | None = None
+    count: int | None = None  # 一天三次: the number of times of day the sentence must give
+    weekday_check: int | None = None  # "Tue, Oct 6": the weekday the date must fall on
     immediate: bool = False
     pieces: list[Piece] = field(default_factory=list)
     matched: str = ""
+
+    @property
+    def sets_time(self) -> bool:
+        return bool(self.slots)
 
 
 def touching(a: Piece, b: Piece, text: str) -> bool:
@@ -74,7 +107,11 @@ def matched_text(text: str, kept: list[Piece]) -> str:
 def select(pieces: list[Piece], text: str) -> tuple[list[Piece], list[Piece]]:
     """Split pieces into (kept, dropped); dropped ones are read as part of the task."""
     vague = [p for p in pieces if p.problem is not None and p.problem.key == "vague"]
-    others = [p for p in pieces if p not in vague]
+    if vague:  # "sometime next week": a day is given, but when in it? Ask, never pick.
+        found = vague[0].problem
+        assert found is not None
+        raise Unreadable(found)
+    others = pieces
     kept = [p for p in others if not p.weak]
     weak = [p for p in others if p.weak]
     changed = True
@@ -89,16 +126,18 @@ def select(pieces: list[Piece], text: str) -> tuple[list[Piece], list[Piece]]:
     for p in weak:
         if p.stands_alone and not _said_elsewhere(p, strong):
             kept.append(p)
-    if not kept and vague:  # "later", 稍後: only an error when nothing else says when
-        found = vague[0].problem
-        assert found is not None
-        raise Unreadable(found)
     kept.sort(key=lambda p: p.start)
     return kept, [p for p in pieces if p not in kept]
 
 
 def _said_elsewhere(p: Piece, strong: list[Piece]) -> bool:
     if p.problem is not None:
+        # "after lunch" away from the time expression is the task's, once a time is said; an
+        # unknown holiday once a day is said. Until then it could change the time: refused.
+        if p.guards == "clock":
+            return any(s.sets_clock for s in strong)
+        if p.guards == "day":
+            return any(s.sets_day for s in strong)
         return bool(strong)
     if p.sets_clock and any(s.sets_clock for s in strong):
         return True
@@ -107,11 +146,21 @@ def _said_elsewhere(p: Piece, strong: list[Piece]) -> bool:
 
 def merge(kept: list[Piece], text: str) -> Spec:
     spec = Spec(pieces=kept, matched=matched_text(text, kept))
+    has_window = any(p.window is not None for p in kept)
     for p in kept:
         if p.problem is not None:
+            if p.problem.key == "need_hours" and has_window:
+                continue  # 上班時間 ... 九點到六點: the hours are said
             raise Unreadable(p.problem)
+    previous: Piece | None = None  # the last piece that gave a time of day
+    counted = any(p.count is not None for p in kept)
     for p in kept:
+        if p.problem is not None:
+            continue
         _merge_one(spec, p)
+        if p.clock is not None or p.daypart is not None:
+            _merge_slot(spec, p, previous, text, counted)
+            previous = p
     return spec
 
 
@@ -122,7 +171,9 @@ def _merge_one(spec: Spec, p: Piece) -> None:
         spec.immediate = True
     if p.recurrence is not None:
         spec.recurrence = _merge_recurrence(spec.recurrence, p.recurrence, p)
-    for name in ("date", "offset", "daypart", "clock"):
+    if p.date is not None:
+        _merge_date(spec, p.date, p)
+    for name in ("offset", "window", "count"):
         value = getattr(p, name)
         if value is None:
             continue
@@ -130,11 +181,91 @@ def _merge_one(spec: Spec, p: Piece) -> None:
         if current is not None and current != value:
             raise fail("conflict", p.text)
         setattr(spec, name, value)
+    _fold_day_into_recurrence(spec, p)
     # At most one of: now, a recurrence, a day, an offset; "now" takes no time of day either.
     kinds = [spec.recurrence, spec.date, spec.offset]
     used = sum(k is not None for k in kinds) + spec.immediate
-    if used > 1 or (spec.immediate and (spec.clock or spec.daypart)):
+    if used > 1 or (spec.immediate and (spec.slots or p.sets_clock)):
         raise fail("conflict", p.text)
+
+
+def _merge_slot(
+    spec: Spec, p: Piece, previous: Piece | None, text: str, counted: bool
+) -> None:
+    """A piece's time of day opens a new slot after a list word, else completes the open one
+    (tomorrow morning ... at 8); "at 8, 12 and 18" brings its further times along. After 一天兩次
+    two clocks are two times even without a list word (早上八點晚上八點)."""
+    new = Slot(p.clock, p.daypart)
+    listed = previous is not None and bool(_LIST.match(text[previous.end : p.start]))
+    if counted and spec.slots and spec.slots[-1].clock is not None and new.clock is not None:
+        listed = True
+    if not spec.slots or listed:
+        spec.slots.append(new)
+        spec.slot_texts.append(p.text)
+    else:
+        last = spec.slots[-1]
+        clock = _same_or_none(last.clock, new.clock)
+        daypart = _same_or_none(last.daypart, new.daypart)
+        if clock is False or daypart is False:
+            raise fail("conflict", p.text)
+        spec.slots[-1] = Slot(clock or None, daypart or None)  # type: ignore[arg-type]
+        if new.clock is not None:  # an error about this time names the clock (9pm), not 早上
+            spec.slot_texts[-1] = p.text
+    for extra in p.more:
+        spec.slots.append(Slot(extra, p.daypart))
+        spec.slot_texts.append(p.text)
+
+
+def _same_or_none(a: object, b: object) -> object:
+    """The one of two values that is set; False when both are set and differ."""
+    if a is None or b is None or a == b:
+        return a if a is not None else b
+    return False
+
+
+def _merge_date(spec: Spec, new: DateRef, p: Piece) -> None:
+    """Two day words may narrow each other: "next week on Tuesday", "next month on the 3rd",
+    "Tue, Oct 6" (the weekday is checked against the date); anything else contradicts."""
+    current = spec.date
+    if current is None or current == new:
+        spec.date = new
+        return
+    for a, b in ((current, new), (new, current)):
+        if isinstance(a, WeekdayRef) and a.week is None and isinstance(b, _DATED):
+            if spec.weekday_check not in (None, a.weekday):
+                raise fail("conflict", p.text)
+            spec.weekday_check, spec.date = a.weekday, b
+            return
+        if isinstance(a, WeekRef) and isinstance(b, WeekdayRef) and b.week is None:
+            spec.date = WeekdayRef(b.weekday, a.weeks)
+            return
+        if isinstance(a, MonthRef) and a.day is None and isinstance(b, DayOfMonth):
+            spec.date = MonthRef(a.months, b.day)
+            return
+    raise fail("conflict", p.text)
+
+
+def _fold_day_into_recurrence(spec: Spec, p: Piece) -> None:
+    """"every 2 weeks ... on Monday", "quarterly on the 15th": the day completes the rule."""
+    rec, day = spec.recurrence, spec.date
+    if rec is None or day is None:
+        return
+    if isinstance(rec, Anchored) and rec.unit == "week" and isinstance(day, WeekdayRef):
+        if day.week is None:
+            spec.recurrence, spec.date = Weekly(frozenset({day.weekday}), rec.interval), None
+    elif isinstance(rec, Anchored) and rec.unit == "month" and isinstance(day, DayOfMonth):
+        spec.recurrence, spec.date = MonthlyDays((day.day,), rec.interval), None
+    elif isinstance(rec, MonthlyDays) and not rec.day_given and isinstance(day, DayOfMonth):
+        spec.recurrence = replace(rec, days=(day.day,), day_given=True)
+        spec.date = None
+    elif isinstance(rec, Anchored) and rec.unit == "year":
+        # 每年 + a date: 每年的農曆三月初三, every year on Christmas, annually on March 8.
+        if isinstance(day, AbsDate) and day.year is None and day.year_offset is None:
+            spec.recurrence, spec.date = Yearly(day.month, day.day), None
+        elif isinstance(day, HolidayRef):
+            spec.recurrence, spec.date = yearly_holiday(day.holiday), None
+        elif isinstance(day, NthWeekdayRef) and day.month is not None and day.year_offset is None:
+            spec.recurrence, spec.date = YearlyNth(day.month, day.nth, day.weekday), None
 
 
 def _merge_recurrence(current: Recurrence | None, new: Recurrence, p: Piece) -> Recurrence:
@@ -147,4 +278,6 @@ def _merge_recurrence(current: Recurrence | None, new: Recurrence, p: Piece) -> 
             return b
         if isinstance(a, Every) and a.days is None and isinstance(b, Weekly) and b.interval == 1:
             return replace(a, days=b.days)
+        if isinstance(a, Daily) and a.interval == 1 and isinstance(b, MonthlyDays):
+            return b  # 一天三次 ... 每月1號
     raise fail("conflict", p.text)

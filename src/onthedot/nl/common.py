@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from typing import Literal, cast
 
 from onthedot.nl.numbers import en_to_int
-from onthedot.nl.parts import Clock, Daily, Every, Piece, Unit, piece, problem
+from onthedot.nl.parts import Anchored, Clock, Daily, Every, Piece, Unit, piece, problem
 from onthedot.nl.scan import Builder, Rule, rule
 
 _ZH_UNITS: dict[str, str] = {
+    "秒鐘": "second", "秒钟": "second", "秒": "second",
     "分鐘": "minute", "分钟": "minute", "分": "minute",
     "小時": "hour", "小时": "hour", "鐘頭": "hour", "钟头": "hour",
     "天": "day", "日": "day",
@@ -31,11 +32,13 @@ def offset_unit(unit: str | None) -> Unit | None:
     return None
 
 
-def fail_builder(key: str, *, weak: bool = False) -> Builder:
+def fail_builder(
+    key: str, *, weak: bool = False, guards: Literal["clock", "day"] | None = None
+) -> Builder:
     """A rule builder for fragments that are reported instead of read (每週八, sometime)."""
 
     def build(m: re.Match[str]) -> Piece:
-        return problem(m, key, weak=weak)
+        return problem(m, key, weak=weak, guards=guards)
 
     return build
 
@@ -52,9 +55,19 @@ def fixed_builder(**fields: object) -> Builder:
 def en_unit(text: str) -> str | None:
     word = text.lower().rstrip("s")
     return {
+        "second": "second", "sec": "second",
         "minute": "minute", "min": "minute", "hour": "hour", "hr": "hour", "day": "day",
         "week": "week", "month": "month", "year": "year",
     }.get(word)  # fmt: skip
+
+
+def fraction_minutes(amount: float, unit: str | None) -> int | None:
+    """1.5 hours -> 90; a fraction of a minute, a week or a month has no exact answer: None."""
+    per = {"minute": 1, "hour": 60, "day": 1440}.get(unit or "")
+    if per is None:
+        return None
+    minutes = amount * per
+    return int(minutes) if minutes == int(minutes) and minutes > 0 else None
 
 
 def valid_month_day(month: int, day: int) -> bool:
@@ -63,15 +76,22 @@ def valid_month_day(month: int, day: int) -> bool:
 
 
 def interval_piece(m: re.Match[str], n: int, unit: str | None) -> Piece:
-    """每N<unit> / every N <unit>; weeks, months and years need the day as well."""
-    if unit == "minute":
+    """每N<unit> / every N <unit>. Every week or month needs the day; every 2 weeks or 3 months
+    without one counts from the day of the request (``Anchored``); years need the date."""
+    if unit == "second":
         return piece(m, recurrence=Every(n))
+    if unit == "minute":
+        return piece(m, recurrence=Every.minutes(n))
     if unit == "hour":
-        return piece(m, recurrence=Every(60 * n))
+        return piece(m, recurrence=Every.minutes(60 * n))
     if unit == "day":
         return piece(m, recurrence=Daily(n))
+    if unit in ("week", "month") and n >= 2:
+        return piece(m, recurrence=Anchored("week" if unit == "week" else "month", n))
     if unit in ("week", "month"):
         return problem(m, "need_day", weak=True)
+    if unit == "year" and n == 1:
+        return piece(m, recurrence=Anchored("year", 1))
     if unit == "year":
         return problem(m, "need_date", weak=True)
     return problem(m, "unparsed")

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import Literal
 
 from onthedot.nl import common
+from onthedot.nl.holidays import yearly_holiday
 from onthedot.nl.numbers import EN_NUM, EN_ORD, en_ordinal, en_to_int
 from onthedot.nl.parts import (
     AbsDate,
+    Anchored,
     Clock,
     Daily,
     DayOfMonth,
     Daypart,
     Every,
+    HolidayRef,
     MonthlyDays,
     MonthlyNth,
     MonthRef,
+    NthWeekdayRef,
     Offset,
     Piece,
+    Problem,
     RelativeDay,
+    SlashDate,
+    Slot,
     WeekdayRef,
     Weekly,
     WeekRef,
@@ -35,7 +44,7 @@ DAY_ANY = (
 )
 _SEP = r"\s*(?:,\s*(?:and\s+)?|\band\b|&|/|\bor\b)\s*"
 _RANGE = r"\s*(?:-|\bto\b|\bthrough\b|\bthru\b|\buntil\b|\btill\b)\s*"
-DAYLIST = rf"\b{DAY_ANY}\b(?:(?:{_SEP}|{_RANGE}){DAY_ANY}\b)*"
+DAYLIST = rf"\b{DAY_ANY}s?\b(?:(?:{_SEP}|{_RANGE}){DAY_ANY}s?\b)*"
 PLURALS = rf"\b{DAY_FULL}s\b(?:(?:{_SEP}|{_RANGE}){DAY_FULL}s\b)*"
 MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
@@ -48,7 +57,11 @@ MD = (
 )
 ORDLIST = rf"(?:the\s+)?{EN_ORD}\b(?:\s*(?:,|\band\b|&)\s*(?:the\s+)?{EN_ORD}\b)*"
 NTH = r"(?:first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)"
-UNIT = r"(?:minutes?|mins?|hours?|hrs?|days?|weeks?|months?)"
+UNIT = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?)"
+NUMBER = rf"(?:\d+\.\d+|{EN_NUM})"  # 1.5 hours
+# A time of day inside a list or a window: 8, 7:30, 9am, 5 pm, noon.
+TIME = r"(?:\d{1,2}(?::\d{2})?(?:\s*(?:a\.?m\.?|p\.?m\.?)(?![a-z]))?|noon|midnight)"
+QUARTERS = (1, 4, 7, 10)
 DAYPARTS = {
     "morning": Daypart.MORNING, "afternoon": Daypart.AFTERNOON,
     "evening": Daypart.EVENING, "night": Daypart.EVENING, "tonight": Daypart.EVENING,
@@ -74,7 +87,16 @@ def day_list(text: str) -> frozenset[int]:
 def _n(text: str | None) -> int | None:
     if not text:
         return 1
-    return 2 if text.lower() == "other" else en_to_int(text)
+    return 2 if text.lower() in ("other", "second") else en_to_int(text)
+
+
+def _amount(text: str, unit: str | None) -> tuple[int, str] | None:
+    """("1.5", "hour") -> (90, "minute"); ("3", "day") -> (3, "day"); None if unreadable."""
+    if "." in text:
+        minutes = common.fraction_minutes(float(text), unit)
+        return None if minutes is None else (minutes, "minute")
+    n = en_to_int(text)
+    return None if n is None or unit is None else (n, unit)
 
 
 def _month_day(m: re.Match[str]) -> tuple[int, int] | None:
@@ -89,10 +111,17 @@ def _daily_part(m: re.Match[str]) -> Piece:
 
 
 def _interval(m: re.Match[str]) -> Piece:
-    n = _n(m.groupdict().get("n"))
+    text = m.groupdict().get("n")
+    unit = common.en_unit(m.group("u"))
+    if text and "." in text:  # every 1.5 hours
+        minutes = common.fraction_minutes(float(text), unit)
+        if minutes is None or unit == "day":
+            return problem(m, "unparsed")
+        return piece(m, recurrence=Every.minutes(minutes))
+    n = _n(text)
     if n is None or n == 0:
         return problem(m, "unparsed")
-    return common.interval_piece(m, n, common.en_unit(m.group("u")))
+    return common.interval_piece(m, n, unit)
 
 
 def _weekly(m: re.Match[str]) -> Piece:
@@ -170,8 +199,14 @@ def _iso(m: re.Match[str]) -> Piece:
 
 
 def _offset(m: re.Match[str]) -> Piece | None:
-    n = en_to_int(m.group("n")) if m.group("n") else 1
     unit = common.offset_unit(common.en_unit(m.group("u")))
+    text = m.group("n") or "1"
+    if "." in text:  # in 1.5 hours
+        minutes = common.fraction_minutes(float(text), unit)
+        if minutes is None or m.groupdict().get("half"):
+            return problem(m, "unparsed")
+        return piece(m, offset=Offset(minutes, "minute"))
+    n = en_to_int(text)
     if n is None or unit is None:
         return problem(m, "unparsed")
     if m.groupdict().get("half"):
@@ -201,15 +236,108 @@ def _clock(m: re.Match[str]) -> Piece:
 
 
 def _past(m: re.Match[str]) -> Piece:
+    """half past nine, a quarter to 5pm, ten past eight, twenty to nine."""
     hour = en_to_int(m.group("h"))
     if hour is None or not 1 <= hour <= 12:
         return problem(m, "bad_hour")
-    kind = m.group("k").lower()
+    kind = " ".join(m.group("k").lower().split())
+    mer = m.groupdict().get("mer")
+    meridiem: Literal["am", "pm"] | None = None
+    if mer:
+        meridiem = "am" if mer.lower().startswith("a") else "pm"
     if kind.startswith("half"):
-        return piece(m, clock=Clock(hour, 30))
-    if "past" in kind or "after" in kind:
-        return piece(m, clock=Clock(hour, 15))
-    return piece(m, clock=Clock(hour - 1, 45))
+        minutes = 30
+    elif kind.startswith("quarter"):
+        minutes = 15
+    else:
+        count = en_to_int(kind.split()[0])
+        if count is None or not 1 <= count <= 30:
+            return problem(m, "bad_minute")
+        minutes = count
+    if kind.endswith(("to", "of")):
+        # A quarter to 5pm is 16:45: the hour before, same half of the day (12 -> 11).
+        return piece(m, clock=Clock(hour - 1 if hour > 1 else 12, 60 - minutes, meridiem))
+    return piece(m, clock=Clock(hour, minutes, meridiem))
+
+
+def _time_slot(text: str) -> Slot | None:
+    """One time of a list or window: "9am", "7:30", "noon"; None when not a time of day."""
+    word = text.strip().lower()
+    if word == "noon":
+        return Slot(Clock(12, 0))
+    if word == "midnight":
+        return Slot(Clock(0, 0, end_of_day=True))
+    found = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?\s*(?:(a|p)\.?m\.?)?", word)
+    if found is None:
+        return None
+    hour, minute = int(found.group(1)), int(found.group(2) or 0)
+    meridiem = {"a": "am", "p": "pm"}.get(found.group(3) or "")
+    if minute > 59 or hour > (12 if meridiem else 23) or (meridiem and hour == 0):
+        return None
+    return Slot(Clock(hour, minute, meridiem))  # type: ignore[arg-type]
+
+
+def _time_list(m: re.Match[str]) -> Piece:
+    """at 8, 12 and 18 / at 7:30 and 22:00 / at 7 and 9 pm (the last am/pm covers bare hours)."""
+    texts = re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", m.group("list").strip())
+    slots = [_time_slot(t) for t in texts if t]
+    if any(s is None or s.clock is None for s in slots):
+        return problem(m, "bad_hour")
+    clocks = [s.clock for s in slots if s is not None and s.clock is not None]
+    last = clocks[-1].meridiem
+    if last is not None and all(c.meridiem is None and 1 <= c.hour <= 12 for c in clocks[:-1]):
+        clocks = [Clock(c.hour, c.minute, last) for c in clocks[:-1]] + [clocks[-1]]
+    return piece(m, clock=clocks[0], more=tuple(clocks[1:]))
+
+
+def _window(m: re.Match[str]) -> Piece:
+    first, last = _time_slot(m.group("a")), _time_slot(m.group("b"))
+    if first is None or last is None:
+        return problem(m, "bad_hour")
+    return piece(m, window=(first, last))
+
+
+def _slash(m: re.Match[str]) -> Piece:
+    year = int(m.group("y")) if m.group("y") else None
+    return piece(m, date=SlashDate(int(m.group("a")), int(m.group("b")), year))
+
+
+def _nth_of_month(m: re.Match[str]) -> Piece:
+    nth = en_ordinal(m.group("nth"))
+    if nth is None:
+        return problem(m, "bad_date")
+    when = " ".join(m.group("when").lower().split())
+    wd = weekday(m.group("d"))
+    if when in ("next month", "this month"):
+        return piece(m, date=NthWeekdayRef(nth, wd, months_ahead=1 if "next" in when else 0))
+    month = MONTHS.index(when[:3]) + 1
+    year = int(m.group("y")) - 0 if m.group("y") else None
+    if year is not None:
+        return piece(m, date=NthWeekdayRef(nth, wd, month=month, year_offset=None))
+    return piece(m, date=NthWeekdayRef(nth, wd, month=month))
+
+
+def _day_of_rel_month(m: re.Match[str]) -> Piece:
+    day = en_ordinal(m.group("d"))
+    if day is None or not 1 <= day <= 31:
+        return problem(m, "bad_date")
+    return piece(m, date=MonthRef(1 if m.group("rel").lower() == "next" else 0, day))
+
+
+def _holiday(m: re.Match[str]) -> Piece:
+    key = holiday_key(m.group("name"))
+    if key is None:
+        return problem(m, "unknown_holiday")
+    if m.groupdict().get("every"):
+        return piece(m, recurrence=yearly_holiday(key))
+    return piece(m, date=HolidayRef(key))
+
+
+def _unknown_holiday(m: re.Match[str]) -> Piece | None:
+    if holiday_key(m.group("name")) is not None:
+        return None  # a holiday we know: its own rule reads it
+    found = problem(m, "unknown_holiday", weak=True, guards="day")
+    return replace(found, problem=replace_problem_text(found, m.group("name")))
 
 
 def _daypart(m: re.Match[str]) -> Piece:
@@ -218,6 +346,57 @@ def _daypart(m: re.Match[str]) -> Piece:
     # A bare "morning" is often prose (the morning news); "in the morning" never is.
     weak = not (phrase.startswith("in") or phrase.startswith("at"))
     return piece(m, daypart=DAYPARTS[word], weak=weak, stands_alone=not weak)
+
+
+_APOS = r"['’]?"
+_HOLIDAY_NAMES: dict[str, str] = {
+    "christmas eve": "christmas_eve", "christmas": "christmas", "christmas day": "christmas",
+    "xmas": "christmas", "new year's eve": "new_year_eve", "new year's day": "new_year",
+    "new year's": "new_year", "new year": "new_year", "valentine's day": "valentine",
+    "valentine's": "valentine", "halloween": "halloween", "thanksgiving": "thanksgiving",
+    "thanksgiving day": "thanksgiving", "mother's day": "mothers_day",
+    "father's day": "fathers_day", "memorial day": "memorial_day", "labor day": "labor_day_us",
+    "labour day": "labour_day_may", "easter": "easter", "easter sunday": "easter",
+    "easter monday": "easter_monday", "good friday": "good_friday", "boxing day": "boxing_day",
+    "st patrick's day": "st_patrick", "st. patrick's day": "st_patrick",
+    "saint patrick's day": "st_patrick", "independence day": "independence_day",
+    "the fourth of july": "independence_day", "fourth of july": "independence_day",
+    "chinese new year": "lunar_new_year", "lunar new year": "lunar_new_year",
+    "chinese new year's eve": "lunar_new_year_eve", "lunar new year's eve": "lunar_new_year_eve",
+    "lantern festival": "lantern", "dragon boat festival": "dragon_boat",
+    "mid-autumn festival": "mid_autumn", "mid autumn festival": "mid_autumn",
+    "moon festival": "mid_autumn", "double ninth festival": "double_ninth",
+    "double ninth": "double_ninth", "qixi festival": "qixi", "qixi": "qixi",
+    "international women's day": "womens_day", "women's day": "womens_day",
+}  # fmt: skip
+HOLIDAY = (
+    r"(?P<name>christmas\s+eve|christmas(?:\s+day)?|xmas|new\s+year'?s\s+eve"
+    r"|new\s+year'?s(?:\s+day)?|new\s+year|valentine'?s(?:\s+day)?|halloween"
+    r"|thanksgiving(?:\s+day)?|mother'?s\s+day|father'?s\s+day|memorial\s+day|labou?r\s+day"
+    r"|easter(?:\s+sunday|\s+monday)?|good\s+friday|boxing\s+day"
+    r"|(?:st\.?|saint)\s+patrick'?s\s+day|independence\s+day|(?:the\s+)?fourth\s+of\s+july"
+    r"|(?:chinese|lunar)\s+new\s+year(?:'?s\s+eve)?|lantern\s+festival|dragon\s+boat\s+festival"
+    r"|mid[-\s]?autumn\s+festival|moon\s+festival|double\s+ninth(?:\s+festival)?"
+    r"|qixi(?:\s+festival)?|(?:international\s+)?women'?s\s+day)\b"
+)
+# Holidays whose dates we do not know, and any "<Capitalised> Day/Eve/Festival": refused.
+_OTHER_HOLIDAY = (
+    r"(?P<name>diwali|deepavali|hanukk?ah|chanukah|ramadan|eid(?:\s+al[-\s]\w+)?|passover"
+    r"|yom\s+kippur|rosh\s+hashanah|holi|vesak|songkran|purim|lent|ash\s+wednesday|pentecost"
+    r"|whitsun|ascension\s+day|mothering\s+sunday|(?-i:[A-Z][\w.']*(?:\s+[A-Z][\w.']*)*"
+    r"\s+(?:Day|Eve|Festival)))\b"
+)
+
+
+def holiday_key(name: str) -> str | None:
+    word = " ".join(name.lower().replace("’", "'").replace("-", " ").split())
+    word = word.replace("mid autumn", "mid-autumn")
+    return _HOLIDAY_NAMES.get(word) or _HOLIDAY_NAMES.get(word.replace("'", ""))
+
+
+def replace_problem_text(p: Piece, text: str) -> Problem:
+    assert p.problem is not None
+    return replace(p.problem, text=text)
 
 
 _EVERY = r"\b(?:every|each)\s+"
@@ -230,14 +409,34 @@ RULES: list[Rule] = [
     ),
     rule(rf"{_EVERY}(?:single\s+)?(?P<dp>morning|afternoon|evening|night)\b", _daily_part),
     rule(r"\bnightly\b", _fixed(recurrence=Daily(), daypart=Daypart.EVENING)),
-    rule(rf"\bevery\s+(?P<n>other|{EN_NUM})\s+(?P<u>{UNIT})\b", _interval),
-    rule(rf"{_EVERY}(?P<u>minute|min|hour|day)\b", _interval),
-    rule(r"\bhourly\b|\bevery\s+sixty\s+minutes\b", _fixed(recurrence=Every(60))),
-    rule(r"\bevery\s+half\s+(?:an\s+)?hour\b", _fixed(recurrence=Every(30))),
-    rule(r"\bevery\s+quarter\s+(?:of\s+an\s+)?hour\b", _fixed(recurrence=Every(15))),
-    rule(rf"{_EVERY}(?P<u>week|month|year)\b", _fail("need_day")),
-    rule(r"\b(?:weekly|monthly|fortnightly)\b", _fail("need_day", weak=True)),
-    rule(r"\b(?:yearly|annually)\b", _fail("need_date", weak=True)),
+    rule(rf"\bevery\s+(?P<n>other|{NUMBER})\s+(?P<u>{UNIT})\b", _interval),
+    rule(rf"{_EVERY}(?P<u>second|sec|minute|min|hour|day)\b", _interval),
+    rule(r"\bhourly\b|\bevery\s+sixty\s+minutes\b", _fixed(recurrence=Every.minutes(60))),
+    rule(r"\bevery\s+half\s+(?:an\s+)?hour\b", _fixed(recurrence=Every.minutes(30))),
+    rule(r"\bevery\s+quarter\s+(?:of\s+an\s+)?hour\b", _fixed(recurrence=Every.minutes(15))),
+    rule(r"\bevery\s+fortnight\b", _fail("need_day", weak=True)),
+    rule(
+        r"\b(?:quarterly|(?:every|each)\s+quarter|once\s+a\s+quarter)\b(?!\s+(?:of\s+an\s+)?hour)",
+        _fixed(recurrence=MonthlyDays((1,), months=QUARTERS, day_given=False)),
+    ),
+    rule(
+        r"\b(?:on\s+)?the\s+last\s+day\s+of\s+(?:every|each|the)\s+quarter\b"
+        r"|\b(?:at\s+)?(?:the\s+)?end\s+of\s+(?:every|each)\s+quarter\b",
+        _fixed(recurrence=MonthlyDays((-1,), months=(3, 6, 9, 12))),
+    ),
+    rule(
+        r"\b(?:half[-\s]?yearly|semi[-\s]?annually|(?:every|each)\s+half[-\s]year)\b",
+        _fixed(recurrence=MonthlyDays((1,), months=(1, 7), day_given=False)),
+    ),
+    rule(
+        rf"\b(?P<n>once|twice|thrice|{EN_NUM}\s+times)\s+(?:a|per|each)\s+day\b"
+        rf"|\b(?P<n2>twice|{EN_NUM}\s+times)\s+daily\b",
+        lambda m: _times_a_day_any(m),
+    ),
+    rule(rf"{_EVERY}(?P<u>week|month)\b", _fail("need_day")),
+    rule(rf"{_EVERY}year\b", _fixed(recurrence=Anchored("year", 1))),
+    rule(r"\b(?:weekly|monthly|fortnightly|bi-?weekly)\b", _fail("need_day", weak=True)),
+    rule(r"\b(?:yearly|annually)\b", _fixed(recurrence=Anchored("year", 1), weak=True)),
     rule(
         rf"{_ON}{_EVERY}(?:single\s+)?(?:week\s*day|work(?:ing)?\s*day|business\s+day)\b"
         rf"|{_ON}(?:weekdays|work(?:ing)?\s*days|business\s+days)\b",
@@ -248,8 +447,21 @@ RULES: list[Rule] = [
         _fixed(recurrence=Weekly(frozenset({5, 6}))),
     ),
     rule(rf"{_ON}{_EVERY}(?:(?P<n>other)\s+)?(?P<days>{DAYLIST})", _weekly),
-    rule(rf"{_EVERY}(?:(?P<n>other|{EN_NUM})\s+)?weeks?\s+on\s+(?P<days>{DAYLIST})", _weekly),
+    rule(
+        rf"{_EVERY}(?:(?P<n>other|second|{EN_NUM})\s+)?weeks?\s+on\s+(?P<days>{DAYLIST})", _weekly
+    ),
+    rule(rf"\bonce\s+a\s+week\s+on\s+(?P<days>{DAYLIST})", _weekly),
+    rule(rf"\bonce\s+a\s+month\s+on\s+(?P<days>{ORDLIST})(?:\s+day)?", _monthly),
+    rule(r"\bonce\s+a\s+(?:week|month)\b", _fail("need_day")),
+    rule(r"\bonce\s+a\s+year\b", _fail("need_date")),
+    rule(rf"\b(?:twice|thrice|{EN_NUM}\s+times)\s+(?:a|per|each)\s+(?:week|month|year)\b",
+         _fail("unparsed")),
+    rule(r"\bevery\s+second\s+week\b", lambda m: piece(m, recurrence=Anchored("week", 2))),
     rule(rf"\bweekly\s+on\s+(?P<days>{DAYLIST})", _weekly),
+    rule(
+        rf"\b(?:fortnightly|bi-?weekly|every\s+fortnight)\s+(?:on\s+)?(?P<days>{DAYLIST})",
+        lambda m: piece(m, recurrence=Weekly(day_list(m.group("days")), 2)),
+    ),
     rule(rf"{_ON}(?P<days>{PLURALS})", _weekly),
     rule(rf"\b(?:from\s+)?(?P<days>\b{DAY_ANY}{_RANGE}{DAY_ANY}\b)", _weekly),
     rule(
@@ -286,11 +498,20 @@ RULES: list[Rule] = [
         _yearly,
     ),
     rule(rf"{_ON}(?:the\s+)?{MD}\s+(?:every\s+year|each\s+year|yearly|annually)\b", _yearly),
+    rule(
+        rf"\b(?P<every>(?:every|each)\s+(?:year\s+on\s+)?|(?:yearly|annually)\s+on\s+)"
+        rf"(?:the\s+)?{HOLIDAY}",
+        _holiday,
+    ),
+    rule(rf"{_ON}(?:the\s+)?{HOLIDAY}(?P<every>\s+(?:every|each)\s+year)?", _holiday),
+    rule(rf"\b(?:on|for|at|before|after|until|by|during)\s+(?:the\s+)?{_OTHER_HOLIDAY}",
+         _unknown_holiday),
     # One-time dates
     rule(
         r"\b(?:today|tonight|tomorrow|tmrw|tmr|(?:the\s+)?day\s+after\s+tomorrow)\b", _relative_day
     ),
-    rule(r"\byesterday\b", _fail("passed")),
+    rule(r"\byesterday\b(?!['’]s)", _fail("passed")),
+    rule(r"\byesterday['’]s\b", _fail("passed", weak=True)),  # "review yesterday's notes"
     rule(r"\bthis\s+(?P<dp>morning|afternoon|evening)\b", _this_daypart),
     rule(
         rf"{_ON}(?P<pre>this|next|coming|this\s+coming|the\s+following|last)\s+(?P<d>{DAY_ANY})\b",
@@ -301,6 +522,25 @@ RULES: list[Rule] = [
     rule(rf"\b(?P<d>{DAY_FULL})\b", _weekday_ref),
     rule(r"\bnext\s+week\b", lambda m: piece(m, date=WeekRef(1), weak=True)),
     rule(r"\bnext\s+month\b", lambda m: piece(m, date=MonthRef(1), weak=True)),
+    rule(r"\bthis\s+month\b", lambda m: piece(m, date=MonthRef(0), weak=True)),
+    rule(
+        rf"{_ON}(?:the\s+)?(?P<nth>{NTH})\s+(?P<d>{DAY_ANY})\s+(?:of|in)\s+"
+        rf"(?P<when>next\s+month|this\s+month|{MONTH})(?:\s+(?P<y>\d{{4}}))?\b",
+        _nth_of_month,
+    ),
+    rule(
+        rf"{_ON}the\s+(?P<d>{EN_ORD})\s+(?:day\s+)?of\s+(?P<rel>next|this)\s+month\b",
+        _day_of_rel_month,
+    ),
+    rule(
+        rf"\b(?:on\s+)?(?P<d>{DAY_ANY})\.?,?(?=\s+(?:the\s+)?(?:\d{{1,2}}\b|{MONTH}))",
+        lambda m: piece(m, date=WeekdayRef(weekday(m.group("d")))),
+    ),
+    rule(
+        r"\b(?:on\s+)?(?<![\d/.])(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?P<y>\d{4}|\d{2}))?"
+        r"(?![\d/]|\s*(?:of\s+an?\s+)?(?:hours?|minutes?|days?|cups?))(?<!24/7)",
+        _slash,
+    ),
     rule(rf"{_ON}{MD}(?:,?\s+(?P<y>\d{{4}}))?", _abs_date),
     rule(
         r"\b(?:on\s+)?(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
@@ -312,12 +552,12 @@ RULES: list[Rule] = [
         lambda m: _day_of_month_any(m),
     ),
     rule(
-        rf"\b(?:in|after)\s+(?P<n>{EN_NUM}|an?|a\s+couple\s+of)\s+(?P<u>{UNIT})"
+        rf"\b(?:in|after)\s+(?P<n>{NUMBER}|an?|a\s+couple\s+of)\s+(?P<u>{UNIT})"
         rf"(?P<half>\s+and\s+a\s+half)?(?:\s+from\s+now)?\b",
         _offset,
     ),
     rule(
-        rf"\b(?P<n>{EN_NUM}|an?)\s+(?P<u>{UNIT})(?P<half>\s+and\s+a\s+half)?\s+(?:from\s+now|later)\b",
+        rf"\b(?P<n>{NUMBER}|an?)\s+(?P<u>{UNIT})(?P<half>\s+and\s+a\s+half)?\s+(?:from\s+now|later)\b",
         _offset,
     ),
     rule(r"\bin\s+half\s+an\s+hour\b", _fixed(offset=Offset(30, "minute"))),
@@ -343,9 +583,28 @@ RULES: list[Rule] = [
         _fixed(clock=Clock(0, 0, end_of_day=True)),
     ),
     rule(
-        rf"\b(?:at\s+)?(?P<k>half\s+past|quarter\s+past|quarter\s+after|quarter\s+to)\s+"
-        rf"(?P<h>{EN_NUM})\b",
+        rf"\b(?:at\s+)?(?:a\s+)?(?P<k>half\s+past|quarter\s+(?:past|after|to|of)"
+        rf"|(?:{EN_NUM})\s+(?:minutes?\s+)?(?:past|after|to))\s+(?P<h>{EN_NUM})"
+        rf"(?:\s*{common.AMPM}|\b)",
         _past,
+    ),
+    rule(rf"\bat\s+(?P<list>{TIME}(?:\s*,\s*{TIME})*(?:\s*,)?\s+and\s+{TIME})", _time_list),
+    rule(rf"\bbetween\s+(?P<a>{TIME})\s+and\s+(?P<b>{TIME})", _window),
+    rule(rf"\bfrom\s+(?P<a>{TIME})\s+(?:to|till|until|through|-)\s+(?P<b>{TIME})", _window),
+    # "9 tonight", "8 tomorrow morning": a bare hour right before the day that places it.
+    rule(
+        rf"\b(?:at\s+)?(?P<h>{EN_NUM})(?::(?P<m>\d{{2}}))?"
+        r"(?=\s+(?:tonight|tomorrow|today|this\s+(?:morning|afternoon|evening)"
+        r"|in\s+the\s+(?:morning|afternoon|evening)|at\s+night))",
+        _clock,
+    ),
+    # British "at half nine" is 09:30.
+    rule(rf"\bat\s+half\s+(?P<h>{EN_NUM})\b", lambda m: _half_british(m)),
+    rule(
+        r"\b(?P<a>\d{1,2}(?::\d{2})?\s*(?:[ap]\.?m\.?)?)\s*[-–]\s*"
+        r"(?P<b>\d{1,2}(?::\d{2})?\s*[ap]\.?m\.?)(?![a-z])"
+        r"|\b(?P<a2>\d{1,2}:\d{2})\s*[-–]\s*(?P<b2>\d{1,2}:\d{2})\b",
+        lambda m: _dash_window(m),
     ),
     rule(r"\b(?:in\s+the\s+|at\s+)?(?P<dp>morning|afternoon|evening|night)\b", _daypart),
     rule(
@@ -369,6 +628,24 @@ RULES: list[Rule] = [
     ),
     rule(rf"\b\d+\s*{UNIT}\b", _fail("unparsed", weak=True)),
     rule(rf"\b(?:(?:in|every)\s+)?\d+\.\d+\s*{UNIT}\b", _fail("unparsed")),
+    # Times set by an event or the sun, and ends of periods: never dropped while they could
+    # give the time ("after lunch tomorrow"); left in the task once a time is said.
+    rule(
+        r"\b(?:at|after|before|around|by|until|till|during|over|for)\s+(?:the\s+)?(?:sunrise|sunset"
+        r"|dawn|dusk|daybreak|nightfall|lunch(?:time)?|dinner(?:time)?|breakfast|supper|brunch"
+        r"|bedtime|work|school|class)\b",
+        _fail("unparsed", weak=True, guards="clock"),
+    ),
+    rule(
+        r"\b(?:(?:at|by|before|until)\s+)?(?:the\s+)?(?:end|close)\s+of\s+(?:the\s+)?"
+        r"(?:business\s+)?day\b|\b(?:eod|cob)\b",
+        _fail("unparsed", weak=True, guards="clock"),
+    ),
+    rule(
+        r"\b(?:(?:during|in|within|over)\s+)?(?:the\s+)?(?:business|working|office|work)\s+hours\b",
+        _fail("need_hours"),
+    ),
+    rule(r"\b\d{1,2}(?::\d{2})?\s*(?:[ap]\.?m\.?)?-?ish\b", _fail("approximate")),
     # Approximate times and bounds are refused rather than rounded or ignored.
     rule(
         rf"\b(?:around|about|approximately|roughly|circa|before|after)\s+"
@@ -390,3 +667,27 @@ def _day_of_month_any(m: re.Match[str]) -> Piece:
     if day is None or not 1 <= day <= 31:
         return problem(m, "bad_date")
     return piece(m, date=DayOfMonth(day), weak=not m.group(0).lower().startswith("on"))
+
+
+def _times_a_day_any(m: re.Match[str]) -> Piece:
+    word = (m.group("n") or m.group("n2")).lower()
+    count = {"once": 1, "twice": 2, "thrice": 3}.get(word) or en_to_int(word.split()[0])
+    if count is None or count == 0:
+        return problem(m, "unparsed")
+    return piece(m, recurrence=Daily(), count=count)
+
+
+def _half_british(m: re.Match[str]) -> Piece:
+    hour = en_to_int(m.group("h"))
+    if hour is None or not 1 <= hour <= 12:
+        return problem(m, "bad_hour")
+    return piece(m, clock=Clock(hour, 30))
+
+
+def _dash_window(m: re.Match[str]) -> Piece:
+    """9am-5pm, 9-5pm, 09:00-17:00."""
+    first = _time_slot(m.group("a") or m.group("a2"))
+    last = _time_slot(m.group("b") or m.group("b2"))
+    if first is None or last is None:
+        return problem(m, "bad_hour")
+    return piece(m, window=(first, last))

@@ -19,9 +19,10 @@ _MESSAGES: dict[str, tuple[str, str, str, str]] = {
         f"a time expression such as {EXAMPLES}",
     ),
     "vague": (
-        "“{field}” is too vague to schedule; say when, e.g. “in 20 minutes” or “tomorrow at 3pm”.",
-        "「{field}」太模糊了，請說明具體時間，例如「20分鐘後」或「明天下午三點」。",
-        "“{field}”太模糊了，请说明具体时间，例如“20分钟后”或“明天下午三点”。",
+        "“{field}” is too vague to schedule. When exactly: which day and time, e.g. “in 20 "
+        "minutes” or “next Tuesday at 3pm”?",
+        "「{field}」太模糊了，無法排程。請問具體是哪一天、幾點？例如「20分鐘後」或「下週二下午三點」？",
+        "“{field}”太模糊了，无法安排。请问具体是哪一天、几点？例如“20分钟后”或“下周二下午三点”？",
         f"a definite time such as {EXAMPLES}",
     ),
     "approximate": (
@@ -108,32 +109,94 @@ _MESSAGES: dict[str, tuple[str, str, str, str]] = {
         "“{field}”有歧义：请说“每天”或“每两天”（周、月亦同）。",
         "每天 / 每兩天, 每週 / 每兩週, every day / every other day",
     ),
-    "interval_minutes": (
-        "Every {n} minutes does not fit evenly into the clock; use a divisor of 60, "
-        "e.g. every {lower} or every {upper} minutes.",
-        "每 {n} 分鐘無法整齊對上時鐘，請改用能整除 60 的間隔，例如每 {lower} 或每 {upper} 分鐘。",
-        "每 {n} 分钟无法整齐对上时钟，请改用能整除 60 的间隔，例如每 {lower} 或每 {upper} 分钟。",
-        "every N minutes with N dividing 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30), or whole hours",
-    ),
-    "interval_hours": (
-        "Every {n} hours does not fit evenly into a day; use a divisor of 24, "
-        "e.g. every {lower} or every {upper} hours.",
-        "每 {n} 小時無法整齊對上一天，請改用能整除 24 的間隔，例如每 {lower} 或每 {upper} 小時。",
-        "每 {n} 小时无法整齐对上一天，请改用能整除 24 的间隔，例如每 {lower} 或每 {upper} 小时。",
-        "every N hours with N dividing 24 (1, 2, 3, 4, 6, 8, 12)",
-    ),
-    "interval_long": (
-        "“{field}” is longer than a day; say it in days, e.g. “every 2 days at 9am”.",
-        "「{field}」超過一天，請用天數表示，例如「每兩天早上九點」。",
-        "“{field}”超过一天，请用天数表示，例如“每两天早上九点”。",
-        "every N days at a time, e.g. 每兩天早上九點 / every 2 days at 9am",
-    ),
     "interval_time": (
         "“{field}”: an interval schedule runs on the clock (every 2 hours = 00:00, 02:00, ...) "
         "and cannot also take a time of day.",
         "「{field}」：固定間隔（例如每兩小時 = 0點、2點……）不能再指定時間。",
         "“{field}”：固定间隔（例如每两小时 = 0点、2点……）不能再指定时间。",
         "either an interval (every 2 hours) or a time of day (every day at 9am)",
+    ),
+    "need_times": (
+        "“{field}” needs the times of day, e.g. “three times a day at 8am, noon and 6pm”. "
+        "Which times?",
+        "「{field}」需要說明是哪幾個時間，例如「一天三次，早上八點、中午十二點、晚上六點」。請問是幾點？",
+        "“{field}”需要说明是哪几个时间，例如“一天三次，早上八点、中午十二点、晚上六点”。请问是几点？",
+        "the times of day, e.g. 早上八點、中午十二點和晚上六點 / at 8am, noon and 6pm",
+    ),
+    "count_mismatch": (
+        "“{field}” says {n} times a day but {given} times are given.",
+        "「{field}」說一天 {n} 次，但給了 {given} 個時間。",
+        "“{field}”说一天 {n} 次，但给了 {given} 个时间。",
+        "as many times of day as the count says",
+    ),
+    "several_times": (
+        "“{field}”: one task runs once at one time; for several times on one day, create one "
+        "task per time, or make it repeat (e.g. “every day at 9am and 3pm”).",
+        "「{field}」：單次任務只能有一個時間；同一天要提醒幾次，請分別建立，或改成重複（例如「每天早上九點和下午三點」）。",
+        "“{field}”：单次任务只能有一个时间；同一天要提醒几次，请分别创建，或改成重复（例如“每天早上九点和下午三点”）。",
+        "one time for a one-time task, or a repeating one such as every day at 9am and 3pm",
+    ),
+    "need_step": (
+        "“{field}” is a span of hours; how often within it, e.g. “every 30 minutes between 10 "
+        "and 4”?",
+        "「{field}」是一段時間；請問其中多久一次？例如「九點到五點每小時」？",
+        "“{field}”是一段时间；请问其中多久一次？例如“九点到五点每小时”？",
+        "a step inside the span: every 30 minutes between 10 and 4 / 九點到五點每小時",
+    ),
+    "need_hours": (
+        "“{field}” differs from person to person; which hours, e.g. “every hour from 9am to 6pm”?",
+        "每個人的「{field}」不同；請問是幾點到幾點？例如「九點到六點每小時」？",
+        "每个人的“{field}”不同；请问是几点到几点？例如“九点到六点每小时”？",
+        "the hours of the span: from 9am to 6pm / 九點到六點",
+    ),
+    "window_order": (
+        "“{field}” ends before it starts.",
+        "「{field}」的結束時間早於開始時間。",
+        "“{field}”的结束时间早于开始时间。",
+        "a span whose end is after its start, within one day: 9am to 5pm / 九點到五點",
+    ),
+    "wrong_weekday": (
+        "“{field}” falls on {day}, which is not the weekday you said; which one did you mean?",
+        "「{field}」是 {day}，和你說的星期幾不符；請問是哪一天？",
+        "“{field}”是 {day}，和你说的星期几不符；请问是哪一天？",
+        "a date and weekday that agree, or just one of them",
+    ),
+    "too_many_times": (
+        "Too many different times of day ({n}); use a regular step, e.g. every 30 minutes.",
+        "時間點太多（{n} 個）；請改用固定間隔，例如每 30 分鐘。",
+        "时间点太多（{n} 个）；请改用固定间隔，例如每 30 分钟。",
+        "a few times of day, or a regular step",
+    ),
+    "unknown_holiday": (
+        "I don't know the date of “{field}”; say the date, e.g. “on November 8 at 9am”.",
+        "我不知道「{field}」是哪一天；請直接說日期，例如「11月8日早上九點」。",
+        "我不知道“{field}”是哪一天；请直接说日期，例如“11月8日早上九点”。",
+        "a date (11月8日, November 8) or a known holiday: Christmas, 中秋節, 農曆八月十五 ...",
+    ),
+    "region_holiday": (
+        "“{field}” falls on different dates in different places; say the date, e.g. “on "
+        "October 10”.",
+        "「{field}」在不同地方日期不同；請直接說日期，例如「10月10日」。",
+        "“{field}”在不同地方日期不同；请直接说日期，例如“10月1日”。",
+        "the date itself, e.g. 10月10日",
+    ),
+    "solar_term": (
+        "“{field}” is a solar term, whose date is not computed here; say the date (e.g. April 5).",
+        "「{field}」是節氣，這裡不計算節氣日期；請直接說日期（例如4月5日）。",
+        "“{field}”是节气，这里不计算节气日期；请直接说日期（例如4月5日）。",
+        "the Gregorian date, e.g. 4月5日",
+    ),
+    "lunar_leap": (
+        "“{field}” is in a leap month, which only some years have; say the date of one year.",
+        "「{field}」是閏月，只有某些年份才有；請說明是哪一年的哪一天。",
+        "“{field}”是闰月，只有某些年份才有；请说明是哪一年的哪一天。",
+        "a lunar date outside leap months, or a Gregorian date",
+    ),
+    "holiday_range": (
+        "“{field}” is outside the years the lunar calendar table covers (1901-2099).",
+        "「{field}」超出農曆表的範圍（1901–2099 年）。",
+        "“{field}”超出农历表的范围（1901–2099 年）。",
+        "a date between 1901 and 2099",
     ),
     "midnight_day": (
         "“{field}” is midnight at the end of that day, which cannot be scheduled for days of "
@@ -143,6 +206,22 @@ _MESSAGES: dict[str, tuple[str, str, str, str]] = {
         "00:00 of the following day, e.g. 每月2號凌晨0點",
     ),
 }
+
+
+# Notes for the confirmation: key -> (English, Traditional Chinese, Simplified Chinese).
+_NOTES: dict[str, tuple[str, str, str]] = {
+    "bare_hour": (
+        " “{said}” is read as {as} (24-hour clock); say {said}pm for {pm}.",
+        "（未說上午或下午的鐘點按 24 小時制讀作 {as}；若是下午請加「下午」）",
+        "（未说上午或下午的钟点按 24 小时制读作 {as}；若是下午请加“下午”）",
+    ),
+}
+
+
+def render_notes(notes: tuple[Problem, ...], language: Language) -> str:
+    """The notes of a parse, to append to its confirmation ("" when there are none)."""
+    index = {"en": 0, "zh-Hant": 1, "zh-Hans": 2}[language]
+    return "".join(_NOTES[n.key][index].format(**dict(n.params)) for n in notes if n.key in _NOTES)
 
 
 def to_error(found: Problem, language: Language) -> ParseError:

@@ -54,6 +54,8 @@ class Weekly:
 class MonthlyDays:
     days: tuple[int, ...]  # 1..31; -1 is the last day of the month
     interval: int = 1
+    months: tuple[int, ...] = ()  # only these months (quarterly: 1, 4, 7, 10); () is every month
+    day_given: bool = True  # False for "quarterly" alone: "on the 15th" may still name the day
 
 
 @dataclass(frozen=True)
@@ -69,14 +71,56 @@ class Yearly:
 
 
 @dataclass(frozen=True)
-class Every:
-    """A fixed interval aligned to the clock (every 15 minutes, every 2 hours)."""
+class YearlyNth:
+    """The nth weekday of a month, every year: Thanksgiving, Mother's Day."""
 
-    minutes: int
+    month: int
+    nth: int  # 1..5, or -1 for the last one
+    weekday: int
+
+
+@dataclass(frozen=True)
+class YearlyComputed:
+    """A yearly day no rule can state (a lunar date, Easter): its dates are listed one by one."""
+
+    holiday: str  # a key of onthedot.nl.holidays.HOLIDAYS, or "lunar:M:D"
+
+
+@dataclass(frozen=True)
+class Anchored:
+    """Every N weeks or months with no day named: counted from the day the request was made.
+    Every year (每年) needs a date, which a date word completes (每年農曆三月初三, 每年元宵節)."""
+
+    unit: Literal["week", "month", "year"]
+    interval: int
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One time of day as written: a clock, a part of the day, or both (晚上八點, "at 8pm")."""
+
+    clock: Clock | None = None
+    daypart: Daypart | None = None
+
+
+@dataclass(frozen=True)
+class Every:
+    """A fixed interval: on the clock when it divides it (every 15 minutes, every 2 hours),
+    else counted from the job's creation (every 40 minutes); with a window (九點到五點) its
+    steps inside it, both ends included."""
+
+    seconds: int
     days: frozenset[int] | None = None  # optional weekday restriction: 每個工作日每兩小時
 
+    @classmethod
+    def minutes(cls, n: int) -> Every:
+        return cls(60 * n)
 
-Recurrence = Daily | Weekly | MonthlyDays | MonthlyNth | Yearly | Every
+
+Recurrence = (
+    Daily | Weekly | MonthlyDays | MonthlyNth | Yearly | YearlyNth | YearlyComputed | Anchored
+    | Every
+)
 
 
 @dataclass(frozen=True)
@@ -114,7 +158,37 @@ class DayOfMonth:
     day: int
 
 
-DateRef = RelativeDay | WeekdayRef | WeekRef | MonthRef | AbsDate | DayOfMonth
+@dataclass(frozen=True)
+class SlashDate:
+    """10/6 in English: month/day or day/month depends on the region, read from the timezone."""
+
+    first: int
+    second: int
+    year: int | None = None
+
+
+@dataclass(frozen=True)
+class NthWeekdayRef:
+    """The second Monday of next month, 六月第二個星期五."""
+
+    nth: int  # 1..5, or -1 for the last one
+    weekday: int
+    month: int | None = None  # a named month (rolls to next year when passed) ...
+    months_ahead: int | None = None  # ... or 0 this month, 1 next month (never rolls)
+    year_offset: int | None = None  # 明年一月: 1
+
+
+@dataclass(frozen=True)
+class HolidayRef:
+    """The next occurrence of a holiday (Christmas Eve, 中秋節) or a lunar date (農曆八月十五)."""
+
+    holiday: str  # a key of onthedot.nl.holidays.HOLIDAYS, or "lunar:M:D"
+
+
+DateRef = (
+    RelativeDay | WeekdayRef | WeekRef | MonthRef | AbsDate | DayOfMonth | SlashDate
+    | NthWeekdayRef | HolidayRef
+)
 
 
 @dataclass(frozen=True)
@@ -146,6 +220,13 @@ class Piece:
     clock: Clock | None = None
     immediate: bool = False
     problem: Problem | None = None
+    # More times of day in the same piece: "at 8, 12 and 18" (the first one is ``clock``).
+    more: tuple[Clock, ...] = ()
+    window: tuple[Slot, Slot] | None = None  # 九點到五點, "between 10 and 4"
+    count: int | None = None  # 一天三次, "twice a day": how many times of day must be given
+    # A problem that only matters if nothing else gives what it would have given: "clock" for
+    # "after lunch" (moot once a time is said), "day" for an unknown holiday; None: always.
+    guards: Literal["clock", "day"] | None = None
     # A weak piece may be ordinary prose ("看一點書", "the morning news"): it only counts when it
     # touches a strong piece, or (if ``stands_alone``) when nothing strong says the same thing.
     weak: bool = False
@@ -153,7 +234,7 @@ class Piece:
 
     @property
     def sets_clock(self) -> bool:
-        return self.clock is not None or self.daypart is not None
+        return self.clock is not None or self.daypart is not None or self.window is not None
 
     @property
     def sets_day(self) -> bool:
@@ -166,12 +247,19 @@ def piece(m: re.Match[str], **fields: object) -> Piece:
 
 
 def problem(
-    m: re.Match[str], key: str, *, weak: bool = False, stands_alone: bool = True, **params: object
+    m: re.Match[str],
+    key: str,
+    *,
+    weak: bool = False,
+    stands_alone: bool = True,
+    guards: Literal["clock", "day"] | None = None,
+    **params: object,
 ) -> Piece:
-    """A Piece that is an error if it is used (25點, 每週八, every 7 minutes)."""
+    """A Piece that is an error if it is used (25點, 每週八, every 0 minutes)."""
     text = m.group(0).strip()
     items = tuple((k, str(v)) for k, v in params.items())
     found = Problem(key, text, items)
     return Piece(
-        m.start(), m.end(), m.group(0), problem=found, weak=weak, stands_alone=stands_alone
+        m.start(), m.end(), m.group(0), problem=found, weak=weak, stands_alone=stands_alone,
+        guards=guards,
     )

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from onthedot.nl.describe import describe
 from onthedot.nl.lang import normalise_language
+from onthedot.nl.messages import render_notes
 from onthedot.nl.parts import Language
 from onthedot.nl.result import ParseResult
 
@@ -98,11 +99,11 @@ def render_confirmation(result: ParseResult, now: datetime, language: str | None
         return _DOING_TEMPLATES[(params.type, lang)].format(
             when=when, tz=params.timezone, next=next_text,
             at="at" if doing.kind == "prompt" else "for",
-            doing=phrase.format(text=doing.text, topic=topic))
+            doing=phrase.format(text=doing.text, topic=topic)) + render_notes(result.notes, lang)
     template = _TEMPLATES[(params.type, lang)]
     return template.format(
         when=when, tz=params.timezone, task=_task(result.task, lang, params.type), next=next_text
-    )
+    ) + render_notes(result.notes, lang)
 
 
 def _local(instant: datetime, zone: ZoneInfo) -> str:

@@ -2,10 +2,13 @@
 
 - A daypart without an hour takes its default (早上/morning 08:00, 上午 09:00, 中午/noon 12:00,
   下午/afternoon 15:00, 傍晚 18:00, 晚上/evening/tonight 19:00); a day without any time 09:00.
-- A bare hour is on the 24-hour clock (三點 = 03:00, "at 3" = 03:00); 下午/晚上/pm move it.
+- A bare hour is on the 24-hour clock (三點 = 03:00, "at 3" = 03:00); 下午/晚上/pm move it, and
+  the confirmation says how a bare hour from 1 to 11 was read.
 - 晚上十二點, 午夜 and "midnight" are 00:00 at the END of the named day.
 - A one-time expression with no day that has already passed today means tomorrow; a named day
   (今天, 明天, 11月30日 2026) that has passed is an error; a bare weekday or month-day rolls on.
+- Several times of day make one recurring job; a window (九點到五點) with a step lists its times,
+  both ends included, and a bare end hour not after the start is in the afternoon (10 to 4).
 """
 
 from __future__ import annotations
@@ -17,22 +20,22 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.models import JobParams
+from onthedot.nl import holidays
 from onthedot.nl.combine import Spec, fail
 from onthedot.nl.parts import (
     AbsDate,
-    Daily,
     DateRef,
     DayOfMonth,
     Daypart,
-    Every,
-    MonthlyDays,
-    MonthlyNth,
+    HolidayRef,
     MonthRef,
+    NthWeekdayRef,
+    Problem,
     RelativeDay,
+    SlashDate,
+    Slot,
     WeekdayRef,
-    Weekly,
     WeekRef,
-    Yearly,
 )
 from onthedot.schedule import resolve_local
 
@@ -56,19 +59,46 @@ DAYPART_DEFAULTS: dict[Daypart, TimeOfDay] = {
 }
 _PM_PARTS = {Daypart.AFTERNOON, Daypart.DUSK, Daypart.EVENING}
 _AM_PARTS = {Daypart.EARLY, Daypart.MORNING, Daypart.FORENOON}
-RRULE_DAYS = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"]
-MINUTE_STEPS = [1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60, 120, 180, 240, 360, 480, 720, 1440]
-HOUR_STEPS = [1, 2, 3, 4, 6, 8, 12, 24]
+# English slash dates are day/month in these regions (10/6 is 10 June in London), else month/day.
+_DAY_FIRST_PREFIXES = ("Europe/", "Africa/", "Australia/", "Atlantic/Reykjavik")
+_DAY_FIRST_ZONES = {
+    "Asia/Kolkata", "Asia/Calcutta", "Asia/Singapore", "Asia/Kuala_Lumpur", "Asia/Jakarta",
+    "Asia/Bangkok", "Asia/Ho_Chi_Minh", "Asia/Dubai", "Asia/Karachi", "Asia/Dhaka",
+    "Pacific/Auckland", "America/Sao_Paulo", "America/Argentina/Buenos_Aires",
+    "America/Mexico_City", "America/Bogota", "America/Lima", "America/Santiago",
+}  # fmt: skip
 
 
-def to_params(spec: Spec, now: datetime, zone: ZoneInfo, tz: str) -> JobParams:
+def to_params(
+    spec: Spec, now: datetime, zone: ZoneInfo, tz: str
+) -> tuple[JobParams, tuple[Problem, ...]]:
+    """The job, and notes for the confirmation (how a bare hour was read)."""
     if spec.immediate:
-        return JobParams(type="immediate", timezone=tz)
-    tod = time_of_day(spec)
+        return JobParams(type="immediate", timezone=tz), ()
+    times, notes = times_of_day(spec)
+    if spec.count is not None:
+        if not times and spec.window is None:
+            raise fail("need_times", _text(spec, "count"))
+        if len(times) != spec.count:
+            raise fail("count_mismatch", _text(spec, "count"), n=spec.count, given=len(times))
+    local_now = now.astimezone(zone)
     if spec.recurrence is not None:
-        return JobParams(type="recurring", schedule=recurring(spec, tod), timezone=tz)
-    instant = one_time(spec, tod, now.astimezone(zone), zone)
-    return JobParams(type="one-time", time=instant.isoformat(timespec="seconds"), timezone=tz)
+        if spec.weekday_check is not None:
+            raise fail("conflict", _text(spec, "date"))
+        # Imported here: emit needs TimeOfDay and localize from this module.
+        from onthedot.nl.emit import recurring
+
+        schedule = recurring(spec, times, local_now, zone, tz)
+        return JobParams(type="recurring", schedule=schedule, timezone=tz), notes
+    if spec.window is not None:
+        if times:
+            raise fail("conflict", _text(spec, "window"))
+        times = window_times(spec, step_seconds=None)[:1]  # 明天兩點到三點開會: at its start
+    if len(times) > 1:
+        raise fail("several_times", spec.slot_texts[1])
+    instant = one_time(spec, times[0] if times else None, local_now, zone)
+    params = JobParams(type="one-time", time=instant.isoformat(timespec="seconds"), timezone=tz)
+    return params, notes
 
 
 def _text(spec: Spec, name: str) -> str:
@@ -78,29 +108,59 @@ def _text(spec: Spec, name: str) -> str:
     return spec.matched
 
 
-def time_of_day(spec: Spec) -> TimeOfDay | None:
-    clock, part = spec.clock, spec.daypart
+def times_of_day(spec: Spec) -> tuple[list[TimeOfDay], tuple[Problem, ...]]:
+    """Each slot's time; a slot with no part of the day takes the previous slot's when its hour
+    fits it (晚上八點和十點 = 20:00 and 22:00)."""
+    times: list[TimeOfDay] = []
+    notes: list[Problem] = []
+    previous: Daypart | None = None
+    for slot, text in zip(spec.slots, spec.slot_texts, strict=True):
+        tod, bare = slot_time(slot, text, previous)
+        if bare and slot.clock is not None and 1 <= slot.clock.hour <= 11:
+            notes.append(_bare_note(slot.clock.hour, slot.clock.minute))
+        times.append(tod)
+        previous = slot.daypart or previous
+    unique = sorted(set(times), key=lambda t: (t.shift, t.hour, t.minute))
+    return unique if len(unique) > 1 else times, tuple(dict.fromkeys(notes))
+
+
+def _bare_note(hour: int, minute: int) -> Problem:
+    said = f"{hour}" if minute == 0 else f"{hour}:{minute:02d}"
+    params = (
+        ("said", said), ("as", f"{hour:02d}:{minute:02d}"), ("pm", f"{hour + 12}:{minute:02d}"),
+    )
+    return Problem("bare_hour", said, params)
+
+
+def slot_time(slot: Slot, field: str, inherit: Daypart | None) -> tuple[TimeOfDay, bool]:
+    """The time of one slot, and whether it was a bare hour read on the 24-hour clock."""
+    clock, part = slot.clock, slot.daypart
     if clock is None:
         if part is None:
-            return None
+            return DEFAULT_TIME, False
         if part is Daypart.EARLY:
-            raise fail("need_hour", _text(spec, "daypart"))
-        return DAYPART_DEFAULTS[part]
-    field = _text(spec, "clock")
+            raise fail("need_hour", field)
+        return DAYPART_DEFAULTS[part], False
     if clock.end_of_day:
         if part not in (None, Daypart.EVENING, Daypart.MIDNIGHT):
             raise fail("conflict", field)
-        return TimeOfDay(0, 0, 1)
+        return TimeOfDay(0, 0, 1), False
     if clock.meridiem is not None:
         if (clock.meridiem == "am" and part in _PM_PARTS) or (
             clock.meridiem == "pm" and part in _AM_PARTS
         ):
             raise fail("conflict", field)
-        return TimeOfDay(clock.hour % 12 + (12 if clock.meridiem == "pm" else 0), clock.minute)
-    hour = _hour_in(part, clock.hour)
-    if hour is None:
-        raise fail("bad_hour" if clock.hour > 23 else "hour_daypart", _text(spec, "daypart"))
-    return TimeOfDay(hour % 24, clock.minute, 1 if hour >= 24 else 0)
+        hour = clock.hour % 12 + (12 if clock.meridiem == "pm" else 0)
+        return TimeOfDay(hour, clock.minute), False
+    if part is None and inherit is not None:
+        inherited = _hour_in(inherit, clock.hour)
+        if inherited is not None and inherited < 24:
+            return TimeOfDay(inherited, clock.minute), False
+    read = _hour_in(part, clock.hour)
+    if read is None:
+        raise fail("bad_hour" if clock.hour > 23 else "hour_daypart", field)
+    hour = read
+    return TimeOfDay(hour % 24, clock.minute, 1 if hour >= 24 else 0), part is None
 
 
 def _hour_in(part: Daypart | None, h: int) -> int | None:
@@ -122,83 +182,31 @@ def _hour_in(part: Daypart | None, h: int) -> int | None:
     return rules[part](h)
 
 
-# Recurring ---------------------------------------------------------------------------------------
-
-
-def recurring(spec: Spec, tod: TimeOfDay | None) -> str:
-    rec = spec.recurrence
-    if isinstance(rec, Every):
-        if tod is not None:
-            raise fail("interval_time", _text(spec, "clock") if spec.clock else spec.matched)
-        return every_cron(rec, _text(spec, "recurrence"))
-    t = tod or DEFAULT_TIME
-    if t.shift and not isinstance(rec, Daily | Weekly):
-        raise fail("midnight_day", _text(spec, "clock") if spec.clock else spec.matched)
-    at = f"BYHOUR={t.hour};BYMINUTE={t.minute};BYSECOND=0"
-    if isinstance(rec, Daily):
-        if rec.interval == 1:
-            return f"{t.minute} {t.hour} * * *"
-        return f"RRULE:FREQ=DAILY;INTERVAL={rec.interval};{at}"
-    if isinstance(rec, Weekly):
-        days = frozenset((d + t.shift) % 7 for d in rec.days)
-        if rec.interval == 1:
-            return f"{t.minute} {t.hour} * * {cron_weekdays(days)}"
-        byday = ",".join(RRULE_DAYS[d] for d in sorted(days))
-        return f"RRULE:FREQ=WEEKLY;INTERVAL={rec.interval};BYDAY={byday};{at}"
-    if isinstance(rec, MonthlyDays):
-        days_text = ",".join(str(d) for d in rec.days)
-        if rec.interval == 1 and -1 not in rec.days:
-            return f"{t.minute} {t.hour} {days_text} * *"
-        interval = f"INTERVAL={rec.interval};" if rec.interval > 1 else ""
-        return f"RRULE:FREQ=MONTHLY;{interval}BYMONTHDAY={days_text};{at}"
-    if isinstance(rec, MonthlyNth):
-        return f"RRULE:FREQ=MONTHLY;BYDAY={rec.nth}{RRULE_DAYS[rec.weekday]};{at}"
-    assert isinstance(rec, Yearly)
-    return f"{t.minute} {t.hour} {rec.day} {rec.month} *"
-
-
-def cron_weekdays(days: frozenset[int]) -> str:
-    """Python weekdays to a cron day-of-week field, runs of three or more as ranges: 1-5."""
-    if len(days) == 7:
-        return "*"
-    nums = sorted((d + 1) % 7 for d in days)
-    parts: list[str] = []
-    start = prev = nums[0]
-    for n in [*nums[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        parts.append(
-            f"{start}-{prev}" if prev - start >= 2 else ",".join(map(str, range(start, prev + 1)))
-        )
-        if n is not None:
-            start = prev = n
-    return ",".join(parts)
-
-
-def every_cron(rec: Every, field: str) -> str:
-    """Clock-aligned intervals only: every 7 minutes cannot be a cron and is refused, not bent."""
-    dow = "*" if rec.days is None else cron_weekdays(rec.days)
-    m = rec.minutes
-    if m < 60 and 60 % m == 0:
-        return f"{'*' if m == 1 else f'*/{m}'} * * * {dow}"
-    if m % 60 == 0 and 24 % (m // 60) == 0:
-        h = m // 60
-        hours = "*" if h == 1 else ("0" if h == 24 else f"*/{h}")
-        return f"0 {hours} * * {dow}"
-    if m > 1440:
-        raise fail("interval_long", field, n=m)
-    if m % 60 == 0:
-        lower, upper = _around(m // 60, HOUR_STEPS)
-        raise fail("interval_hours", field, n=m // 60, lower=lower, upper=upper)
-    lower, upper = _around(m, MINUTE_STEPS)
-    raise fail("interval_minutes", field, n=m, lower=lower, upper=upper)
-
-
-def _around(n: int, steps: list[int]) -> tuple[int, int]:
-    lower = max(s for s in steps if s < n)
-    upper = min(s for s in steps if s > n)
-    return lower, upper
+def window_times(spec: Spec, step_seconds: int | None) -> list[TimeOfDay]:
+    """The times from a window's start to its end, both included, ``step_seconds`` apart (just
+    the start when there is no step). "10 to 4": a bare end hour not after the start is pm."""
+    assert spec.window is not None
+    field = _text(spec, "window")
+    first, last = spec.window
+    start, start_bare = slot_time(first, field, None)
+    end, end_bare = slot_time(last, field, first.daypart)
+    if start.shift or end.shift:
+        raise fail("unparsed", field)
+    begin, finish = start.hour * 60 + start.minute, end.hour * 60 + end.minute
+    pm_end = last.clock is not None and last.clock.meridiem == "pm"
+    if start_bare and pm_end and start.hour < 12 and begin + 12 * 60 < finish:
+        begin += 12 * 60  # "from 2 to 4pm": the pm of the end covers the start
+        start = TimeOfDay(start.hour + 12, start.minute)
+    if end_bare and finish <= begin and end.hour < 12:
+        finish += 12 * 60
+    if finish <= begin:
+        raise fail("window_order", field)
+    if step_seconds is None:
+        return [start]
+    if step_seconds % 60:
+        raise fail("unparsed", field)
+    step = step_seconds // 60
+    return [TimeOfDay(m // 60, m % 60) for m in range(begin, finish + 1, step)]
 
 
 # One-time ----------------------------------------------------------------------------------------
@@ -210,11 +218,12 @@ def one_time(spec: Spec, tod: TimeOfDay | None, now: datetime, zone: ZoneInfo) -
     if spec.offset is not None:
         return _after_offset(spec, tod, now, zone)
     t = tod or DEFAULT_TIME
-    day, roll = first_day(spec.date, now.date(), spec)
+    day, roll = first_day(spec.date, now.date(), spec, zone)
     for _ in range(800):  # bounded: 2月29日 rolls at most eight years
         wall = datetime.combine(day + timedelta(days=t.shift), time(t.hour, t.minute))
         instant = localize(wall, zone)
         if instant > now:
+            _check_weekday(spec, day)
             return instant
         nxt = roll(day) if roll else None
         if nxt is None:
@@ -224,12 +233,19 @@ def one_time(spec: Spec, tod: TimeOfDay | None, now: datetime, zone: ZoneInfo) -
     raise fail("passed", spec.matched)
 
 
+def _check_weekday(spec: Spec, day: date) -> None:
+    """"Tue, Oct 6": said with a date, a weekday must be that date's; never one or the other."""
+    if spec.weekday_check is not None and day.weekday() != spec.weekday_check:
+        field = next((p.text for p in spec.pieces if p.date == spec.date), spec.matched)
+        raise fail("wrong_weekday", field, day=day.isoformat())
+
+
 def _after_offset(spec: Spec, tod: TimeOfDay | None, now: datetime, zone: ZoneInfo) -> datetime:
     off = spec.offset
     assert off is not None
     if off.unit in ("minute", "hour"):
         if tod is not None:
-            raise fail("conflict", _text(spec, "clock") if spec.clock else _text(spec, "daypart"))
+            raise fail("conflict", spec.slot_texts[0] if spec.slot_texts else spec.matched)
         minutes = off.amount * (60 if off.unit == "hour" else 1)
         later = now.astimezone(UTC) + timedelta(minutes=minutes)
         return later.astimezone(zone).replace(microsecond=0)
@@ -252,7 +268,9 @@ def add_months(d: date, months: int) -> date:
     return date(year, month, min(d.day, calendar.monthrange(year, month)[1]))
 
 
-def first_day(ref: DateRef | None, today: date, spec: Spec) -> tuple[date, Roll | None]:
+def first_day(
+    ref: DateRef | None, today: date, spec: Spec, zone: ZoneInfo
+) -> tuple[date, Roll | None]:
     """The first candidate day for ``ref`` and how to move on if that day's time has passed."""
     monday = today - timedelta(days=today.weekday())
     if ref is None:
@@ -268,16 +286,39 @@ def first_day(ref: DateRef | None, today: date, spec: Spec) -> tuple[date, Roll 
         return monday + timedelta(days=7 * ref.weeks), None
     if isinstance(ref, MonthRef):
         first = add_months(today.replace(day=1), ref.months)
-        day = ref.day or 1
-        if day > calendar.monthrange(first.year, first.month)[1]:
+        last = calendar.monthrange(first.year, first.month)[1]
+        day = last if ref.day == -1 else (ref.day or 1)
+        if day > last:
             raise fail("bad_date", _text(spec, "date"))
         return first.replace(day=day), None
+    if isinstance(ref, SlashDate):
+        return _abs_date(slash_date(ref, zone, spec), today, spec)
     if isinstance(ref, AbsDate):
         return _abs_date(ref, today, spec)
+    if isinstance(ref, NthWeekdayRef):
+        return _nth_weekday(ref, today, spec)
+    if isinstance(ref, HolidayRef):
+        return _holiday(ref.holiday, today, spec)
     assert isinstance(ref, DayOfMonth)
     return _day_of_month(ref.day, today.replace(day=1)), lambda d: _day_of_month(
         ref.day, add_months(d.replace(day=1), 1)
     )
+
+
+def slash_date(ref: SlashDate, zone: ZoneInfo, spec: Spec) -> AbsDate:
+    """10/6: month/day, but day/month where the region writes it so (see _DAY_FIRST_*); a part
+    above 12 can only be the day, whatever the region."""
+    key = zone.key
+    day_first = key.startswith(_DAY_FIRST_PREFIXES) or key in _DAY_FIRST_ZONES
+    month, day = (ref.second, ref.first) if day_first else (ref.first, ref.second)
+    if month > 12 and day <= 12:
+        month, day = day, month
+    year = ref.year
+    if year is not None and year < 100:
+        year += 2000
+    if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(2024, month)[1]:
+        raise fail("bad_date", _text(spec, "date"))
+    return AbsDate(month, day, year)
 
 
 def _abs_date(ref: AbsDate, today: date, spec: Spec) -> tuple[date, Roll | None]:
@@ -301,6 +342,39 @@ def _abs_date(ref: AbsDate, today: date, spec: Spec) -> tuple[date, Roll | None]
     return later, next_year
 
 
+def _nth_weekday(ref: NthWeekdayRef, today: date, spec: Spec) -> tuple[date, Roll | None]:
+    def in_month(year: int, month: int) -> date:
+        found = holidays.nth_weekday(year, month, ref.nth, ref.weekday)
+        if found is None:  # the fifth Monday of a month that has four
+            raise fail("bad_date", _text(spec, "date"))
+        return found
+
+    if ref.months_ahead is not None:
+        first = add_months(today.replace(day=1), ref.months_ahead)
+        return in_month(first.year, first.month), None
+    assert ref.month is not None
+    month = ref.month
+    if ref.year_offset is not None:
+        return in_month(today.year + ref.year_offset, month), None
+    this_year = in_month(today.year, month)
+    if this_year >= today:
+        return this_year, lambda d: in_month(d.year + 1, month)
+    return in_month(today.year + 1, month), lambda d: in_month(d.year + 1, month)
+
+
+def _holiday(key: str, today: date, spec: Spec) -> tuple[date, Roll | None]:
+    def on_or_after(start: date) -> date | None:
+        for day in holidays.days_from(key, start.year, start.year + 2):
+            if day >= start:
+                return day
+        return None
+
+    first = on_or_after(today)
+    if first is None:
+        raise fail("holiday_range", _text(spec, "date"))
+    return first, lambda d: on_or_after(d + timedelta(days=1))
+
+
 def _day_of_month(day: int, month_start: date) -> date:
     """The first month from ``month_start`` that has ``day`` (31號 skips 30-day months)."""
     start = month_start
@@ -313,3 +387,4 @@ def localize(wall: datetime, zone: ZoneInfo) -> datetime:
     """A wall time in ``zone`` under the schedule package's DST policy (a skipped time becomes
     the first instant after the gap, a repeated one its first occurrence), shown in ``zone``."""
     return resolve_local(wall, zone).astimezone(zone)
+

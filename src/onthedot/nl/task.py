@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+from onthedot.nl.combine import touching
 from onthedot.nl.parts import Piece
 
 _ZH_LEAD = re.compile(
     r"^(?:[\s,，。、:：;；!！~～]|請你|请你|請|请|麻煩你|麻烦你|麻煩|麻烦|幫忙|帮忙|幫我|帮我|替我|給我|给我"
     r"|提醒我|提醒一下|提醒|記得|记得|我想要|我想|我要|我希望|你要|你|要|的|在|於|于|就|都|再|準時|准时"
+    r"|分別是|分别是|分別在|分别在|分別|分别"
     r"|定時|定时|自動|自动|能不能|可不可以|可以)+"
 )
 _ZH_TAIL = re.compile(
@@ -32,10 +34,14 @@ _CJK_GAP = re.compile(r"(?<=[\u3400-\u9fff，。、：；！？])\s+|\s+(?=[\u34
 def task_text(text: str, kept: list[Piece], chinese: bool) -> str:
     parts: list[str] = []
     last = 0
+    previous: Piece | None = None
     for p in sorted(kept, key=lambda p: p.start):
-        parts.append(text[last : p.start])
+        # What joins two pieces of the time expression (和, 、, （）) is part of it, not the task.
+        if previous is None or not touching(previous, p, text):
+            parts.append(text[last : p.start])
         parts.append(" ")
         last = p.end
+        previous = p
     parts.append(text[last:])
     rest = " ".join("".join(parts).split())
     if chinese:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from onthedot.nl import common
+from onthedot.nl.holidays import yearly_holiday
 from onthedot.nl.numbers import ZH_NUM, zh_to_int
 from onthedot.nl.parts import (
     AbsDate,
@@ -13,16 +15,20 @@ from onthedot.nl.parts import (
     DayOfMonth,
     Daypart,
     Every,
+    HolidayRef,
     MonthlyDays,
     MonthlyNth,
     MonthRef,
+    NthWeekdayRef,
     Offset,
     Piece,
     RelativeDay,
+    Slot,
     WeekdayRef,
     Weekly,
     WeekRef,
     Yearly,
+    YearlyComputed,
     piece,
     problem,
 )
@@ -31,15 +37,20 @@ from onthedot.nl.scan import Rule, rule
 WEEK = r"(?:週|周|星期|禮拜|礼拜)"
 _DAY_CHARS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 # A weekday numeral is not one when a clock marker follows: 每週一三點 is Monday at 3.
-_DAYC = r"[一二三四五六日天](?![點点時时:])"
-_DAYC_NO_TIAN = r"[一二三四五六日](?![點点時时:])"  # 每週六天 is "six days a week", not Sunday
+_DAYC = r"[一二三四五六日天](?![點点時时:次])"  # 每三週一次 is "once every three weeks"
+_DAYC_NO_TIAN = r"[一二三四五六日](?![點点時时:次])"  # 每週六天 is "six days a week", not Sunday
 DAYLIST = rf"{_DAYC}(?:(?:[、,，和及與与跟/]|到|至|-|~)?(?:{WEEK}{_DAYC}|{_DAYC_NO_TIAN}))*"
 HOUR = r"(?:\d{1,2}|[零〇一二兩两三四五六七八九十]{1,3})"
 MINNUM = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
 DAYNUM = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
 MONTHNUM = r"(?:\d{1,2}|十[一二]?|[一二三四五六七八九])"
 MARK = r"(?:點鐘|点钟|點|点|時|时)"
-_UNITS = r"(?:分鐘|分钟|分|小時|小时|鐘頭|钟头|天|日|週|周|星期|禮拜|礼拜|個月|个月|月)"
+_UNITS = (
+    r"(?:秒鐘|秒钟|秒|分鐘|分钟|分|小時|小时|鐘頭|钟头|天|日|週|周|星期|禮拜|礼拜|個月|个月|月)"
+)
+QUARTERS = (1, 4, 7, 10)
+# 五點整 is 05:00 sharp, but 五點整理報告 is "at five, tidy up the report".
+_SHARP = r"整(?!理|個|个|天|齊|齐|合|頓|顿|修|套|體|体|點|点|年|月)"
 
 DAYPARTS: dict[str, tuple[Daypart, int | None]] = {
     "早上": (Daypart.MORNING, None), "早晨": (Daypart.MORNING, None),
@@ -57,6 +68,45 @@ DAYPARTS: dict[str, tuple[Daypart, int | None]] = {
     "明晚": (Daypart.EVENING, 1), "明夜": (Daypart.EVENING, 1),
 }  # fmt: skip
 DP = "(?:" + "|".join(sorted(DAYPARTS, key=len, reverse=True)) + ")"
+
+HOLIDAYS: dict[str, str] = {
+    "聖誕節": "christmas", "圣诞节": "christmas", "耶誕節": "christmas", "耶诞节": "christmas",
+    "聖誕": "christmas", "圣诞": "christmas", "平安夜": "christmas_eve",
+    "聖誕夜": "christmas_eve", "圣诞夜": "christmas_eve", "元旦": "new_year",
+    "跨年夜": "new_year_eve", "情人節": "valentine", "情人节": "valentine",
+    "萬聖節": "halloween", "万圣节": "halloween", "萬聖夜": "halloween", "万圣夜": "halloween",
+    "感恩節": "thanksgiving", "感恩节": "thanksgiving", "母親節": "mothers_day",
+    "母亲节": "mothers_day", "復活節": "easter", "复活节": "easter", "婦女節": "womens_day",
+    "妇女节": "womens_day", "勞動節": "labour_day_may", "劳动节": "labour_day_may",
+    "春節": "lunar_new_year", "春节": "lunar_new_year", "農曆新年": "lunar_new_year",
+    "农历新年": "lunar_new_year", "農曆年": "lunar_new_year", "农历年": "lunar_new_year",
+    "大年初一": "lunar_new_year", "除夕": "lunar_new_year_eve", "大年夜": "lunar_new_year_eve",
+    "年三十": "lunar_new_year_eve", "元宵節": "lantern", "元宵节": "lantern", "元宵": "lantern",
+    "端午節": "dragon_boat", "端午节": "dragon_boat", "端午": "dragon_boat", "七夕": "qixi",
+    "中元節": "ghost", "中元节": "ghost", "中秋節": "mid_autumn", "中秋节": "mid_autumn",
+    "中秋": "mid_autumn", "重陽節": "double_ninth", "重阳节": "double_ninth",
+    "重陽": "double_ninth", "重阳": "double_ninth", "臘八": "laba", "腊八": "laba",
+}  # fmt: skip
+_HOLIDAY = "(?P<name>" + "|".join(sorted(HOLIDAYS, key=len, reverse=True)) + ")"
+# Their date depends on where one lives (國慶日: 10月10日 in Taiwan, 10月1日 in China).
+_REGIONAL = (
+    r"國慶日|國慶節|國慶|国庆节|国庆日|国庆|兒童節|儿童节|教師節|教师节|青年節|青年节|父親節|父亲节"
+)
+_SOLAR_TERMS = (
+    r"清明節|清明节|清明|冬至|夏至|立春|立夏|立秋|立冬|春分|秋分|小寒|大寒|驚蟄|惊蛰|穀雨|谷雨"
+    r"|小滿|小满|芒種|芒种|小暑|大暑|處暑|处暑|白露|寒露|霜降"
+)
+# Words ending in 節 that are not days: 季節 (season), 細節 (detail), 環節, 章節, 關節 ...
+_NOT_FESTIVALS = {
+    "季節", "季节", "細節", "细节", "環節", "环节", "章節", "章节", "關節", "关节", "調節", "调节",
+    "過節", "过节", "禮節", "礼节", "情節", "情节", "音節", "音节", "小節", "小节", "節節", "节节",
+    "時節", "时节", "氣節", "气节", "使節", "使节", "脫節", "脱节",
+}  # fmt: skip
+LUNAR_MONTHS = {"正": 1, "冬": 11, "臘": 12, "腊": 12}
+_LUNAR_MONTH = r"(?:正|冬|臘|腊|十[一二]|[一二三四五六七八九十]|\d{1,2})"
+_LUNAR_DAY = (
+    r"(?:初[一二三四五六七八九十]|廿[一二三四五六七八九]?|[二三]十|十[一二三四五六七八九]?|\d{1,2})"
+)
 
 _fixed = common.fixed_builder
 _fail = common.fail_builder
@@ -102,10 +152,11 @@ def _time(m: re.Match[str]) -> Piece | None:
     weak: dict[str, bool] = {"weak": True} if bare else {}
     if bare and hour_text == "一" and m.group("mark") in ("點", "点"):
         weak["stands_alone"] = False  # 一點 alone is "a little" (看一點書), not 01:00
+    is_weak, alone = weak.get("weak", False), weak.get("stands_alone", True)
     if hour is None or hour > 23:
-        return problem(m, "bad_hour", **weak)
+        return problem(m, "bad_hour", weak=is_weak, stands_alone=alone)
     if minute is None or minute > 59:
-        return problem(m, "bad_minute", **weak)
+        return problem(m, "bad_minute", weak=is_weak, stands_alone=alone)
     return piece(m, clock=Clock(hour, minute), **_daypart_fields(dp), **weak)
 
 
@@ -126,10 +177,16 @@ def _daypart(m: re.Match[str]) -> Piece:
     return piece(m, weak="date" not in fields, **fields)
 
 
+def _topic(m: re.Match[str]) -> bool:
+    """明天的便當, 下週的會議: a day word followed by 的 names a topic unless nothing else
+    says when."""
+    return m.string[m.end() : m.end() + 1] == "的"
+
+
 def _relative_day(m: re.Match[str]) -> Piece:
     word = m.group(0)
     days = {"今": 0, "明": 1, "後": 2, "后": 2, "大": 3}[word[0]]
-    return piece(m, date=RelativeDay(days))
+    return piece(m, date=RelativeDay(days), weak=_topic(m))
 
 
 def _weekday(m: re.Match[str]) -> Piece:
@@ -142,7 +199,7 @@ def _weekday(m: re.Match[str]) -> Piece:
 
 
 def _next_week(m: re.Match[str]) -> Piece:
-    return piece(m, date=WeekRef(2 if m.group("pre") == "下下" else 1))
+    return piece(m, date=WeekRef(2 if m.group("pre") == "下下" else 1), weak=_topic(m))
 
 
 def _month_ref(m: re.Match[str]) -> Piece:
@@ -185,6 +242,11 @@ def _offset(m: re.Match[str]) -> Piece | None:
     n_text, half, unit_text = m.group("n"), m.group("half") or m.group("half2"), m.group("u")
     if n_text is None and not half:
         return None  # 過日子, 天後: no count, so not an offset
+    if n_text and "." in n_text:  # 1.5小時後
+        minutes = common.fraction_minutes(float(n_text), common.zh_unit(unit_text))
+        if minutes is None or half:
+            return problem(m, "unparsed")
+        return piece(m, offset=Offset(minutes, "minute"))
     amount = _num(n_text) if n_text else 0
     unit = common.offset_unit(common.zh_unit(unit_text))
     if amount is None or unit is None:
@@ -208,8 +270,129 @@ def _interval(m: re.Match[str]) -> Piece:
         "half"
     ):  # 每半小時 = 30 minutes, 每一個半小時 = 90 (refused later: not on the clock)
         minutes = 30 + (60 * n if m.group("n") else 0)
-        return piece(m, recurrence=Every(minutes)) if unit == "hour" else problem(m, "unparsed")
+        if unit == "hour":
+            return piece(m, recurrence=Every.minutes(minutes))
+        return problem(m, "unparsed")
     return common.interval_piece(m, n, unit)
+
+
+def _clock_of(hour_text: str, minute_text: str | None, dp: str | None) -> Slot | None:
+    hour, minute = _num(hour_text), _minutes(minute_text)
+    if hour is None or hour > 23 or minute is None or minute > 59:
+        return None
+    return Slot(Clock(hour, minute), DAYPARTS[dp][0] if dp else None)
+
+
+def _window(m: re.Match[str]) -> Piece:
+    """九點到五點, 早上9點至下午5點, 9:00-17:00: both ends are times of day."""
+    first = _clock_of(m.group("h1"), m.group("m1"), m.group("dp1"))
+    last = _clock_of(m.group("h2"), m.group("m2"), m.group("dp2"))
+    if first is None or last is None:
+        return problem(m, "bad_hour")
+    return piece(m, window=(first, last))
+
+
+def _times_a_day(m: re.Match[str]) -> Piece:
+    count = _num(m.group("n"))
+    if count is None or count == 0:
+        return problem(m, "unparsed")
+    return piece(m, recurrence=Daily(), count=count)
+
+
+def _nth_of_month(m: re.Match[str]) -> Piece:
+    nth = -1 if m.group("last") else _num(m.group("nth"))
+    if nth is None or nth == 0 or nth > 5:
+        return problem(m, "bad_date")
+    wd = _DAY_CHARS[m.group("d")]
+    rel = m.group("rel")
+    if rel:
+        ahead = {"下下": 2, "下": 1}.get(rel, 0)
+        return piece(m, date=NthWeekdayRef(nth, wd, months_ahead=ahead))
+    month = _num(m.group("m"))
+    if month is None or not 1 <= month <= 12:
+        return problem(m, "bad_date")
+    ypre = m.group("ypre")
+    offset = None if not ypre else (0 if ypre == "今年" else 1)
+    return piece(m, date=NthWeekdayRef(nth, wd, month=month, year_offset=offset))
+
+
+def _slash_date(m: re.Match[str]) -> Piece:
+    month, day = int(m.group("m")), int(m.group("d"))
+    if not common.valid_month_day(month, day):
+        return problem(m, "bad_date")
+    return piece(m, date=AbsDate(month, day))
+
+
+def _holiday(m: re.Match[str]) -> Piece:
+    key = HOLIDAYS[m.group("name")]
+    if m.group("every"):
+        return piece(m, recurrence=yearly_holiday(key))
+    # 準備母親節禮物: a holiday is the day only when nothing else gives one.
+    return piece(m, date=HolidayRef(key), weak=True)
+
+
+def _lunar(m: re.Match[str]) -> Piece:
+    """農曆八月十五, 农历正月初一, 臘月初八: a lunar date, every year with 每年."""
+    if m.groupdict().get("leap"):
+        return problem(m, "lunar_leap")
+    month_text, day_text = m.group("m"), m.group("d")
+    month = LUNAR_MONTHS.get(month_text) or _num(month_text)
+    day = _lunar_day(day_text)
+    if month is None or day is None or not 1 <= month <= 12 or not 1 <= day <= 30:
+        return problem(m, "bad_date")
+    key = f"lunar:{month}:{day}"
+    if m.group("every"):
+        return piece(m, recurrence=YearlyComputed(key))
+    return piece(m, date=HolidayRef(key))
+
+
+def _lunar_day(text: str) -> int | None:
+    """初一 -> 1, 初十 -> 10, 十五 -> 15, 廿三 -> 23, 三十 -> 30, 15 -> 15."""
+    text = text.rstrip("日號号")
+    if text.startswith("初"):
+        value = zh_to_int(text[1:])
+        return value if value is not None and 1 <= value <= 10 else None
+    if text.startswith("廿"):
+        rest = zh_to_int(text[1:]) if len(text) > 1 else 0
+        return None if rest is None else 20 + rest
+    return zh_to_int(text)
+
+
+def _unknown_festival(m: re.Match[str]) -> Piece | None:
+    """<名>節 we do not know (開齋節): refused while it could be the day, never dropped."""
+    name = m.group("name")
+    if name in _NOT_FESTIVALS or any(name.endswith(k) for k in HOLIDAYS):
+        return None
+    found = problem(m, "unknown_holiday", weak=True, guards="day")
+    assert found.problem is not None
+    return replace(found, problem=replace(found.problem, text=name))
+
+
+def _colon_window(m: re.Match[str]) -> Piece:
+    first = _colon_slot(m.group("h1"), m.group("m1"), m.group("dp1"))
+    last = _colon_slot(m.group("h2"), m.group("m2"), m.group("dp2"))
+    if first is None or last is None:
+        return problem(m, "bad_hour")
+    return piece(m, window=(first, last))
+
+
+def _colon_slot(hour_text: str, minute_text: str, dp: str | None) -> Slot | None:
+    hour, minute = int(hour_text), int(minute_text)
+    if hour > 23 or minute > 59:
+        return None
+    return Slot(Clock(hour, minute), DAYPARTS[dp][0] if dp else None)
+
+
+def _lunar_plain(m: re.Match[str]) -> Piece:
+    month_text = m.group("m") or m.group("m2")
+    day_text = m.group("d") or m.group("d2")
+    every = m.group("every") or m.group("every2")
+    month = LUNAR_MONTHS.get(month_text) or _num(month_text)
+    day = _lunar_day(day_text)
+    if month is None or day is None or not 1 <= month <= 12 or not 1 <= day <= 30:
+        return problem(m, "bad_date")
+    key = f"lunar:{month}:{day}"
+    return piece(m, recurrence=YearlyComputed(key)) if every else piece(m, date=HolidayRef(key))
 
 
 def day_list(text: str) -> frozenset[int]:
@@ -267,11 +450,50 @@ _APPROX = r"多|左右|前後|前后|上下|以前|之前|前|以後|之後|之�
 # Words that start a day reference, to tell 從明天開始 (a bound) from 從頭開始 (prose).
 _WHEN = rf"今天|明天|後天|后天|下|本|這|这|{WEEK}|\d|[一二三四五六七八九十]+[月號号日]"
 _EVERY = rf"每(?P<gap>隔)?\s*(?P<n>{ZH_NUM})?(?:個|个)?"
-_OFFSET = rf"(?P<n>{ZH_NUM})?(?P<half>個半|个半|半)?(?:個|个)?(?P<u>{_UNITS})(?P<half2>半)?"
+_OFFSET = (
+    rf"(?P<n>\d+\.\d+|{ZH_NUM})?(?P<half>個半|个半|半)?(?:個|个)?(?P<u>{_UNITS})(?P<half2>半)?"
+)
 _WORKDAY = r"(?:每(?:一)?(?:個|个)?)?(?:工作日|上班日)"
+
+
+
+def _time_end(i: int) -> str:
+    """One end of a window: 九點, 早上9點半, 下午五點十五分 (groups dp<i>, h<i>, m<i>)."""
+    minutes = rf"(?P<m{i}>半|一刻|三刻|{_SHARP}|{MINNUM}分?)?"
+    return rf"(?P<dp{i}>{DP})?\s*(?P<h{i}>{HOUR})\s*{MARK}{minutes}"
+
+
+_WINDOW = rf"(?:從|从|自)?{_time_end(1)}\s*(?:到|至|-|~|～|—)\s*{_time_end(2)}"
+_COLON_WINDOW = (
+    rf"(?:從|从|自)?(?P<dp1>{DP})?\s*(?P<h1>\d{{1,2}})[:：](?P<m1>\d{{2}})\s*(?:到|至|-|~|～)\s*"
+    rf"(?P<dp2>{DP})?\s*(?P<h2>\d{{1,2}})[:：](?P<m2>\d{{2}})"
+)
 
 RULES: list[Rule] = [
     # Recurrence
+    rule(
+        r"每(?:一)?(?:個|个)?半年",
+        _fixed(recurrence=MonthlyDays((1,), months=(1, 7), day_given=False)),
+    ),
+    rule(
+        r"每(?:一)?(?:個|个)?季度?",
+        _fixed(recurrence=MonthlyDays((1,), months=QUARTERS, day_given=False)),
+    ),
+    rule(
+        r"每(?:一)?(?:個|个)?季度?(?:的)?(?:第一天|首日|初)",
+        _fixed(recurrence=MonthlyDays((1,), months=QUARTERS)),
+    ),
+    rule(
+        r"每(?:一)?(?:個|个)?季度?(?:的)?(?:最後一天|最后一天|最後一日|最后一日|末|底)",
+        _fixed(recurrence=MonthlyDays((-1,), months=(3, 6, 9, 12))),
+    ),
+    rule(rf"(?:一天|一日|每天|每日)\s*(?P<n>{ZH_NUM})\s*次", _times_a_day),
+    rule(_WINDOW, _window),
+    rule(_COLON_WINDOW, _colon_window),
+    rule(
+        r"上班時間|上班时间|工作時間|工作时间|辦公時間|办公时间|上班時段|上班时段",
+        _fail("need_hours"),
+    ),
     rule(rf"{_EVERY}(?P<half>半)?(?:個|个)?(?P<u>{_UNITS}|年)", _interval),
     rule(r"天天|每一天", _fixed(recurrence=Daily())),
     rule(
@@ -304,6 +526,21 @@ RULES: list[Rule] = [
         _monthly_nth,
     ),
     rule(rf"每(?:一)?年(?:的)?(?P<m>{MONTHNUM})月(?P<d>{DAYNUM})(?:日|號|号)?", _yearly),
+    rule(rf"(?P<every>每年(?:的)?|每逢)?{_HOLIDAY}", _holiday),
+    rule(
+        rf"(?P<every>每年(?:的)?)?(?:農曆|农历|陰曆|阴历|舊曆|旧历)(?P<leap>閏|闰)?"
+        rf"(?P<m>{_LUNAR_MONTH})月(?P<d>{_LUNAR_DAY})(?:日|號|号)?",
+        _lunar,
+    ),
+    # 正月初一, 臘月初八: the month or day names are lunar even without 農曆.
+    rule(
+        rf"(?P<every>每年(?:的)?)?(?P<m>正|臘|腊|冬)月(?P<d>{_LUNAR_DAY})(?:日|號|号)?"
+        rf"|(?P<every2>每年(?:的)?)?(?P<m2>{_LUNAR_MONTH})月(?P<d2>初[一二三四五六七八九十]|廿[一二三四五六七八九]?)",
+        lambda m: _lunar_plain(m),
+    ),
+    rule(_REGIONAL, _fail("region_holiday", weak=True, guards="day")),
+    rule(_SOLAR_TERMS, _fail("solar_term", weak=True, guards="day")),
+    rule(r"(?P<name>[\u4e00-\u9fff]{1,3}(?:節|节))", _unknown_festival),
     # One-time dates
     rule(r"今天|今日|明天|明日|後天|后天|大後天|大后天", _relative_day),
     rule(r"昨天|昨日|前天|昨晚", _fail("passed")),
@@ -318,13 +555,20 @@ RULES: list[Rule] = [
         _abs_date,
     ),
     rule(r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})", _iso_date),
+    rule(r"(?<![\d/.])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?![\d/])", _slash_date),
+    rule(
+        rf"(?:(?P<ypre>今年|明年)?(?P<m>{MONTHNUM})月|(?P<rel>下下|下|這|这|本)(?:個|个)?月)(?:的)?"
+        rf"(?:第(?P<nth>[一二三四五1-5])(?:個|个)?|(?P<last>最後一個|最后一个|最後|最后))\s*"
+        rf"{WEEK}(?P<d>[一二三四五六日天])",
+        _nth_of_month,
+    ),
     rule(rf"(?P<d>{DAYNUM})(?:號|号|日)", _day_of_month),
     rule(rf"(?:再)?(?:過|过){_OFFSET}(?:之?後|之?后|以後|以后)?", _offset),
     rule(rf"{_OFFSET}(?:之?後|之?后|以後|以后)", _offset),
     # Times of day
     rule(
         rf"(?P<dp>{DP})?\s*(?P<h>{HOUR})\s*(?P<mark>{MARK})"
-        rf"(?P<mm>半|一刻|三刻|整|(?:零|〇|0)?{MINNUM}\s*分(?!鐘|钟)|(?:零|〇|0)?{MINNUM}(?![分\d]))?"
+        rf"(?P<mm>半|一刻|三刻|{_SHARP}|(?:零|〇|0)?{MINNUM}\s*分(?!鐘|钟)|(?:零|〇|0)?{MINNUM}(?![分\d]))?"
         rf"(?P<approx>{_APPROX})?",
         _time,
     ),
@@ -339,6 +583,13 @@ RULES: list[Rule] = [
     ),
     # Fragments that look like times but are not readable: reported, never guessed.
     rule(rf"(?:每(?:個|个)?)?{WEEK}[七八九十零〇]", _fail("bad_weekday")),
+    # 隔週五: every other Friday, or Friday of next week? Asked, never guessed.
+    rule(rf"(?<!每)隔{WEEK}[一二三四五六日天]", _fail("every_other")),
+    # 每三週一次, 每季一次: "once" adds nothing to the rule it follows.
+    rule(
+        r"(?<=[週周月天年季日])\s*(?:一次|1次)",
+        lambda m: piece(m, weak=True, stands_alone=False),
+    ),
     rule(r"(?:這|这|本|下|上)?(?:個|个)?(?:週|周)末", _fail("unparsed", weak=True)),
     # Bounds (從明天開始, 到月底為止, 連續三天) are not supported: refusing beats ignoring them.
     rule(rf"(?:從|从|自)(?:{_WHEN})\S{{0,6}}?(?:開始|开始|起)", _fail("unparsed")),
@@ -347,8 +598,26 @@ RULES: list[Rule] = [
     rule(rf"\d+\.\d+\s*{_UNITS}", _fail("unparsed")),
     rule(
         r"稍後|稍后|待會兒?|待会儿?|等一下|等會兒?|等会儿?|一會兒|一会儿|改天|有空的?時候|有空的?时候"
-        r"|過幾天|过几天|晚點|晚点|晚一點|晚一点|遲些|迟些|過一陣子|过一阵子|將來|将来|哪天|早晚",
+        r"|過幾天|过几天|晚點|晚点|晚一點|晚一点|遲些|迟些|過一陣子|过一阵子|將來|将来|哪天|早晚"
+        r"|找(?:個|个)?(?:時間|时间|空|一天|天)|有空再|有時間的?時候|有时间的?时候",
         _fail("vague"),
+    ),
+    # Times set by an event or the sun: refused while they could give the time (明天午飯後),
+    # left in the task once a time is said (每天早上九點提醒我開會前準備).
+    rule(
+        r"(?:午飯|午饭|午餐|中飯|中饭|晚飯|晚饭|晚餐|早飯|早饭|早餐|宵夜|下班|上班|放學|放学|下課|下课"
+        r"|睡覺|睡觉|睡|起床|吃飯|吃饭|開會|开会)(?:以前|之前|前|以後|以后|之後|之后|後|后|時|时"
+        r"|的時候|的时候)",
+        _fail("unparsed", weak=True, guards="clock"),
+    ),
+    rule(
+        r"(?:日出|日落|天亮|天黑|黃昏|黄昏)(?:時|时|的時候|的时候|前|後|后)?",
+        _fail("unparsed", weak=True, guards="clock"),
+    ),
+    rule(
+        r"月初|月中|年初|年中|年底|年末|上旬|中旬|下旬|(?<!每)(?<!每個)(?<!每个)月底",
+        _fail("unparsed", weak=True, guards="day"),
     ),
     *common.AMPM_RULES,
 ]
+

@@ -23,6 +23,8 @@ async def test_recurring_sentence_in_chinese(client: httpx.AsyncClient) -> None:
         "language": "zh-Hant",
         "job_params": {"type": "recurring", "time": None, "schedule": "0 8 * * *",
                        "timezone": "Asia/Taipei"},
+        "schedule_words": {"en": "every day at 08:00", "zh-Hant": "每天 08:00",
+                           "zh-Hans": "每天 08:00"},
         "task": "總結財經新聞",
         "matched": "每天早上八點",
         # Chosen from the words as /v1/chat and MCP create_task choose it (no model here).

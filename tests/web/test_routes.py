@@ -35,7 +35,7 @@ async def test_the_page_and_its_modules(client: httpx.AsyncClient) -> None:
     assert "default-src 'self'" in policy
     assert "frame-ancestors 'none'" in policy
     assert "'unsafe-inline'" not in policy
-    for name in ("app.js", "api.js", "describe.js", "dom.js", "i18n.js", "tasks.js", "inbox.js",
+    for name in ("app.js", "api.js", "dom.js", "i18n.js", "tasks.js", "inbox.js",
                  "dead.js"):
         module = await client.get(f"/web/{name}")
         assert module.status_code == 200, name

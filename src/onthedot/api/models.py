@@ -8,13 +8,15 @@ service, so the REST API, MCP and chat reject the same things with the same mess
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from onthedot.delivery import MAX_CHANNELS
 from onthedot.domain.delivery import Delivery, InboxItem
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, default_notify
+from onthedot.nl.describe import describe
+from onthedot.nl.parts import Language
 from onthedot.service import JobPatch, JobSpec, JobView
 
 JobTypeIn = Literal["immediate", "one-time", "recurring"]
@@ -165,6 +167,14 @@ class JobParamsOut(BaseModel):
     timezone: str
 
 
+def schedule_words(schedule: str | None) -> dict[str, str] | None:
+    """A schedule said in words in each language the service speaks (onthedot.nl.describe; the
+    schedule as written where it cannot be said exactly)."""
+    if not schedule:
+        return None
+    return {language: describe(schedule, language) for language in get_args(Language)}
+
+
 class RetryPolicyOut(BaseModel):
     max_attempts: int
     backoff_seconds: float
@@ -218,6 +228,10 @@ class JobOut(BaseModel):
     status: UserJobStatus
     action: dict[str, Any]
     job_params: JobParamsOut
+    schedule_words: dict[str, str] | None = Field(
+        description="a recurring schedule in words by language (en, zh-Hant, zh-Hans), as the "
+                    "Tasks page shows it; null for one-time and immediate jobs",
+        examples=[{"en": "every day at 08:00", "zh-Hant": "每天 08:00", "zh-Hans": "每天 08:00"}])
     retry_policy: RetryPolicyOut
     misfire_policy: MisfireIn
     timeout_seconds: float
@@ -237,6 +251,7 @@ class JobOut(BaseModel):
             action=job.action,
             job_params=JobParamsOut(type=params.type, time=params.time,
                                     schedule=params.schedule, timezone=params.timezone),
+            schedule_words=schedule_words(params.schedule),
             retry_policy=RetryPolicyOut(max_attempts=policy.max_attempts,
                                         backoff_seconds=policy.backoff_seconds,
                                         max_backoff_seconds=policy.max_backoff_seconds),

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from onthedot import nl
 from onthedot.actions.choice import choose_action
 from onthedot.api.jsonbody import StrictJsonRoute
-from onthedot.api.models import JobParamsOut
+from onthedot.api.models import JobParamsOut, schedule_words
 from onthedot.api.routes_chat import MAX_MESSAGE_CHARS
 from onthedot.api.routes_jobs import COMMON_PROBLEMS, RuntimeDep, UserDep
 from onthedot.domain.models import JobParams
@@ -45,6 +45,9 @@ class ParseRequest(BaseModel):
 class ParseResponse(BaseModel):
     language: str = Field(description="language of the text: en | zh-Hant | zh-Hans")
     job_params: JobParamsOut = Field(description="the job_params POST /v1/jobs would take")
+    schedule_words: dict[str, str] | None = Field(
+        description="a recurring schedule in words by language (en, zh-Hant, zh-Hans); null for "
+                    "one-time and immediate jobs")
     task: str = Field(description="what to do: the rest of the sentence; empty when the "
                       "sentence only says when")
     matched: str = Field(description="the time expression as written")
@@ -74,6 +77,7 @@ async def parse(body: ParseRequest, rt: RuntimeDep, _user: UserDep) -> ParseResp
         language=result.language,
         job_params=JobParamsOut(type=params.type, time=params.time, schedule=params.schedule,
                                 timezone=params.timezone),
+        schedule_words=schedule_words(params.schedule),
         task=result.task, matched=result.matched, action=action,
         next_runs=await _next_runs(params, now, rt.settings.min_interval))
 

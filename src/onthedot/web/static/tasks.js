@@ -2,7 +2,6 @@
 // form), list the caller's tasks with a status filter, act on them, and show a task's runs.
 
 import { api, fetchPages, newKey } from "./api.js";
-import { describe } from "./describe.js";
 import {
   forget, h, hidden, outputSummary, outputText, relative, syncList, viewerZone, when, whileBusy,
 } from "./dom.js";
@@ -26,8 +25,10 @@ const FORM_FIELDS = {
 };
 const $ = (id) => document.getElementById(id);
 
-/** A task's schedule in the page's language: "every day at 08:00 (Asia/Taipei)". */
-export function scheduleWords(params) {
+/** A task's schedule in the page's language: "every day at 08:00 (Asia/Taipei)". The words of a
+ * recurring schedule come from the server (`schedule_words`), which says every form its parser
+ * writes; the schedule as written stands in when they are missing. */
+export function scheduleWords(params, words) {
   if (params.type === "immediate") return t("schedule.immediate");
   if (params.type === "one-time") {
     const instant = new Date(params.time);
@@ -37,7 +38,8 @@ export function scheduleWords(params) {
       }).format(instant);
     return t("schedule.zone", { words: t("schedule.once", { time }), tz: params.timezone });
   }
-  return t("schedule.zone", { words: describe(params.schedule, language()), tz: params.timezone });
+  const said = (words && words[language()]) || params.schedule;
+  return t("schedule.zone", { words: said, tz: params.timezone });
 }
 
 function problemText(error) {
@@ -160,7 +162,7 @@ export class TasksView {
   renderPreview() {
     if (!this.preview) return;
     const { result } = this.preview;
-    $("preview-when").textContent = scheduleWords(result.job_params);
+    $("preview-when").textContent = scheduleWords(result.job_params, result.schedule_words);
     $("preview-task").textContent = result.task
       ? `${result.task} (${actionWords(result.action)})` : t("none");
     $("preview-runs").replaceChildren(...result.next_runs.map((iso) => h("li", {}, when(iso))));
@@ -306,7 +308,7 @@ export class TasksView {
         type: "button", class: "link", "data-act": "open", "aria-controls": "details",
         "aria-expanded": String(this.selected === job.job_id),
       }, job.name, hidden(` – ${t("act.open")}`))),
-      cell(t("col.schedule"), scheduleWords(job.job_params)),
+      cell(t("col.schedule"), scheduleWords(job.job_params, job.schedule_words)),
       cell(t("col.status"), h("span", { class: `badge s-${job.status}` }, t(`status.${job.status}`))),
       cell(t("col.next"), job.next_run_at
         ? [when(job.next_run_at), h("span", { class: "muted" }, ` · ${relative(job.next_run_at)}`)]
@@ -400,7 +402,7 @@ export class TasksView {
       const channels = job.notify.map((c) => (c.channel === "inbox" ? t("nav.inbox")
         : `${c.channel}: ${c.to ?? c.url ?? ""}`));
       $("details-facts").replaceChildren(...[
-        fact(t("col.schedule"), scheduleWords(job.job_params)),
+        fact(t("col.schedule"), scheduleWords(job.job_params, job.schedule_words)),
         fact(t("col.status"), t(`status.${job.status}`)),
         fact(t("details.action"), `${tOr(`action.${job.action.type}`, job.action.type)}: ${
           job.action.text ?? job.action.url ?? job.action.topic ?? job.action.reason ?? ""}`),

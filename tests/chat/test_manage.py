@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from onthedot.domain.clock import FakeClock
 from onthedot.domain.errors import ConflictError
 from onthedot.runtime import Runtime
 from onthedot.service import JobPatch
-from onthedot.watcher import Dispatcher
+from onthedot.watcher import Dispatcher, RecurringWatcher
 from onthedot.worker import Worker
 from tests.api.conftest import add_token, assert_problem
 from tests.chat.conftest import START, TZ, jobs_of
@@ -296,6 +297,24 @@ async def test_a_task_changed_after_the_question_is_not_deleted(chat: Chat) -> N
     body = assert_problem(refused, 409, "confirmation_stale", "confirm")
     assert body["detail"] == "“daily sync” changed after I asked, so nothing was done; ask again."
     assert (await job(chat, ids["standup"]))["status"] == "scheduled"
+
+
+async def test_a_run_in_between_does_not_spoil_the_confirmation(chat: Chat) -> None:
+    """The engine moves a task's version on its own (a finished run advances next_run_at);
+    that is not a change the user would notice, so the question still stands."""
+    every_minute = await chat.create("heartbeat", "heartbeat", "* * * * *")
+    asked = ok(await chat.say("delete the heartbeat task"))
+    seen = (await chat.runtime.service.get_job("local", every_minute)).job.version
+    chat.clock.advance(60)
+    await execute_due(chat.runtime)
+    assert await RecurringWatcher(chat.runtime.store, chat.clock, chat.runtime.settings,
+                                  "r1").run_once() == 1
+    moved = (await chat.runtime.service.get_job("local", every_minute)).job
+    assert moved.version > seen
+    assert moved.next_run_at == START + timedelta(minutes=2)
+    done = ok(await chat.http.post("/v1/chat", json={"confirm": asked["confirmation_token"]}))
+    assert done["reply"] == "OK, deleted “heartbeat”."
+    assert (await job(chat, every_minute))["status"] == "cancelled"
 
 
 async def test_a_paused_task_is_a_changed_task(chat: Chat) -> None:

@@ -7,13 +7,17 @@ question::
     c1.<base64url(JSON claims)>.<base64url(HMAC-SHA256(key, "onthedot-chat-confirm." + claims))>
 
 The claims bind it to the user who asked (``u``), what to do (``i``: delete | change_time), the
-task (``j``) and the task's version when the question was asked (``ver``); a change of the time
-also carries the new ``job_params`` (``p``), so what is confirmed is exactly what was shown. It
-expires ``CONFIRM_TTL_SECONDS`` after it was issued (``exp``, Unix seconds). ``l`` is the
-language to answer in.
+task (``j``), the task's version when the question was asked (``ver``) and a digest of what the
+user can change about it (``f``: name, action, time, status, policies, channels; see
+``job_fingerprint``); a change of the time also carries the new ``job_params`` (``p``), so what
+is confirmed is exactly what was shown. It expires ``CONFIRM_TTL_SECONDS`` after it was issued
+(``exp``, Unix seconds). ``l`` is the language to answer in.
 
-Used once: carrying it out bumps the task's version, and the change is a compare-and-set on the
-version in the token, so a replay (or a token for a task that changed in between) is refused.
+The task must still be the one the question was about: the same version, or a later version
+with the same digest. The engine bumps a task's version for its own bookkeeping too (every
+finished run of a recurring task advances ``next_run_at``), and a task that runs every minute
+must still be deletable; anything the user would notice breaks the digest. Used once: carrying
+it out changes the digest (deleted, or the new time), so a replay is refused.
 
 The key is random, made by the first process that needs it and kept in the database's
 deployment settings (``chat_confirm_key``), so every API process of a deployment shares it and
@@ -33,7 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, cast
 
-from onthedot.domain.models import JobParams
+from onthedot.domain.models import Job, JobParams
 from onthedot.nl.parts import Language
 
 CONFIRM_TTL_SECONDS = 600  # ten minutes to say yes
@@ -66,6 +70,7 @@ class Confirmation:
     version: int
     expires_at: int  # Unix seconds
     language: Language
+    fingerprint: str = ""  # job_fingerprint of the task when the question was asked
     params: JobParams | None = None  # change_time: the new time
 
     def expired(self, now: datetime) -> bool:
@@ -73,7 +78,7 @@ class Confirmation:
 
     def claims(self) -> dict[str, Any]:
         return {"u": self.user_id, "i": self.intent, "j": self.job_id, "ver": self.version,
-                "exp": self.expires_at, "l": self.language,
+                "f": self.fingerprint, "exp": self.expires_at, "l": self.language,
                 "p": None if self.params is None else self.params.to_dict()}
 
 
@@ -109,10 +114,21 @@ def _confirmation(claims: dict[str, Any]) -> Confirmation:
     return Confirmation(
         user_id=str(claims["u"]), intent=cast(Confirmable, claims["i"]), job_id=str(claims["j"]),
         version=int(claims["ver"]), expires_at=int(claims["exp"]),
-        language=cast(Language, claims["l"]),
+        language=cast(Language, claims["l"]), fingerprint=str(claims["f"]),
         params=None if params is None else JobParams(
             type=params["type"], time=params.get("time"), schedule=params.get("schedule"),
             timezone=params["timezone"]))
+
+
+def job_fingerprint(job: Job) -> str:
+    """A digest of everything about a task its user can change or would notice changing; not
+    what the engine moves on its own (next_run_at, last_run_id, updated_at, version)."""
+    seen = {"name": job.name, "action": job.action, "params": job.params.to_dict(),
+            "status": job.status.value, "retry": job.retry_policy.to_dict(),
+            "misfire": job.misfire_policy, "timeout": job.timeout_seconds,
+            "notify": job.notify}
+    raw = json.dumps(seen, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+    return _b64(hashlib.sha256(raw).digest()[:16])
 
 
 def _mac(key: bytes, claims: str) -> bytes:

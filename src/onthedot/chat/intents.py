@@ -43,7 +43,10 @@ def recognise(message: str, timezone: str = "UTC") -> Intent:
     """The intent of one chat message; ``create`` when it asks for nothing else."""
     language = detect(message, timezone)
     text = _tidy(message)
-    kind, target, when = (_chinese(text) if has_cjk(text) else _english(text.lower()))
+    found = _chinese(text) if has_cjk(text) else _CREATE
+    if found == _CREATE and re.search(r"[A-Za-z]", text):  # also "pause the 喝水 reminder"
+        found = _english(text.lower())
+    kind, target, when = found
     return Intent(kind=kind, target=target.strip(" ,，、:：'\"「」“”"), when=when,
                   language=language)
 

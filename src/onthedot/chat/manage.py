@@ -10,8 +10,9 @@ Flow of one request (an ``Intent`` from ``chat.intents``)::
                └─ one ─┬─ pause / resume / run now / last result: done at once
                        └─ delete / change time: a question and a confirmation token,
                           nothing changed
-    next call with ``confirm`` = token (and "yes", or no message) ─► checked, then carried
-    out as a compare-and-set on the task's version in the token; "no" changes nothing.
+    next call with ``confirm`` = token (and "yes", or no message) ─► checked (still the task
+    the question was about), then carried out as a compare-and-set on the version just read;
+    "no" changes nothing.
 
 Nothing here creates a task: a request to manage one that names nothing is answered, never
 turned into a new task.
@@ -31,6 +32,7 @@ from onthedot.chat.confirm import (
     Confirmation,
     confirm_key,
     issue,
+    job_fingerprint,
     verify,
 )
 from onthedot.chat.intents import Intent, IntentKind, mentions_time, names_a_day
@@ -87,6 +89,8 @@ class Manager:
             return self._list(tasks, lang)
         if not tasks:
             return Managed(say("no_tasks", lang), intent.kind, lang)
+        if intent.kind == "change_time" and not intent.when:
+            return Managed(say("no_when", lang), intent.kind, lang)
         found = _find(intent, tasks)
         if not found:
             text = say("no_match", lang, words=intent.target)
@@ -214,8 +218,7 @@ class Manager:
                           dry_run: bool) -> Managed:
         lang = intent.language
         name = quoted(view.job.name, lang)
-        if not intent.when:
-            return Managed(say("no_when", lang), "change_time", lang, candidates=[view])
+        assert intent.when  # handle() answered a change without a time
         # What the parser cannot read exactly is a ParseError naming the fragment (HTTP 422).
         parsed = nl.parse(intent.when, now=self.service.clock.now(), timezone=timezone)
         params = parsed.job_params
@@ -241,7 +244,8 @@ class Manager:
         expires = int(now.timestamp()) + CONFIRM_TTL_SECONDS
         token = issue(Confirmation(user_id=user_id, intent=intent, job_id=view.job.job_id,
                                    version=view.job.version, expires_at=expires,
-                                   language=lang, params=params),
+                                   language=lang, fingerprint=job_fingerprint(view.job),
+                                   params=params),
                       await confirm_key(self.service.store))
         return Managed(text, intent, lang, candidates=[view], token=token,
                        expires_at=datetime.fromtimestamp(expires, UTC))
@@ -271,7 +275,7 @@ class Manager:
                 return Managed(say("would_delete", lang, name=name) + say("would", lang),
                                "delete", lang, candidates=[view])
             await self._guarded(lang, view, self.service.delete_job(
-                user_id, found.job_id, expected_version=found.version))
+                user_id, found.job_id, expected_version=view.job.version))
             deleted = await self.service.get_job(user_id, found.job_id)
             return Managed(say("deleted", lang, name=name), "delete", lang, changed=[deleted])
         assert found.params is not None  # a change_time token always carries the new time
@@ -281,18 +285,22 @@ class Manager:
                            "change_time", lang, candidates=[view])
         changed = await self._guarded(lang, view, self.service.update_job(
             user_id, found.job_id, JobPatch(params=found.params),
-            expected_version=found.version))
+            expected_version=view.job.version))
         return Managed(say("changed", lang, name=name, when=when, next=local_time(
             changed.job.next_run_at, found.params.timezone, lang)), "change_time", lang,
             changed=[changed])
 
     async def _as_confirmed(self, user_id: str, found: Confirmation) -> JobView:
-        """The task as it is now, if it is still the version the question was about."""
+        """The task as it is now, if it is still the task the question was about: the same
+        version, or a later one that only the engine moved (see chat.confirm). The change is
+        then a compare-and-set on the version read here."""
         try:
             view = await self.service.get_job(user_id, found.job_id)
         except NotFoundError:
             raise _stale(say("gone", found.language)) from None
-        if view.job.version != found.version or view.status == "cancelled":
+        same = view.job.version == found.version or job_fingerprint(view.job) == \
+            found.fingerprint
+        if not same or view.status == "cancelled":
             raise _stale(say("stale", found.language, name=quoted(view.job.name,
                                                                    found.language)))
         return view

@@ -58,7 +58,8 @@ def test_best_matches(target: str, found: list[str]) -> None:
     assert named(target) == found
 
 
-@pytest.mark.parametrize("target", ["", "it", "那個提醒", "the reminder", "my tasks", "它"])
+@pytest.mark.parametrize("target", ["", "it", "那個提醒", "the reminder", "my tasks", "它",
+                                    "my 8am reminder", "所有提醒", "那些提醒都", "all of them"])
 def test_words_that_name_nothing_leave_every_task(target: str) -> None:
     assert words(target) == frozenset()
     assert named(target) == list(TASKS)

@@ -134,12 +134,14 @@ _EN_DELETE_STRONG = re.compile(
 _EN_DELETE_WEAK = re.compile(
     r"^(?:remove|drop|erase|kill|trash|discard|scrap|clear|forget(?: about)?)\b\s*(?P<t>.+)$")
 _EN_NO_MORE = re.compile(r"^no more (?P<t>.+)$")
+_EN_NO_NEED = re.compile(
+    r"^i (?:don't|do not) (?:need|want) (?P<t>.+?) (?:anymore|any more|any longer)$")
 # Pause first: "stop" and "turn … off" are read as pause, never as anything else.
 _EN_VERBS: tuple[tuple[IntentKind, re.Pattern[str], re.Pattern[str], list[re.Pattern[str]]],
                  ...] = (
     ("pause", _EN_PAUSE_STRONG, _EN_PAUSE_WEAK, _EN_PAUSE_SPLIT),
     ("resume", _EN_RESUME_STRONG, _EN_RESUME_WEAK, _EN_RESUME_SPLIT),
-    ("delete", _EN_DELETE_STRONG, _EN_DELETE_WEAK, [_EN_NO_MORE]),
+    ("delete", _EN_DELETE_STRONG, _EN_DELETE_WEAK, [_EN_NO_MORE, _EN_NO_NEED]),
 )
 _EN_RUN = re.compile(
     rf"^(?:run|execute|trigger|fire|kick off)\s+(?P<t>.+?)(?P<now>(?:\s+{_EN_NOW})*)$")
@@ -186,7 +188,7 @@ def _english_change(rest: str) -> _Found:
 # --- Chinese (both scripts) ---------------------------------------------------------------
 _ZH_POLITE = re.compile(
     r"^(?:請|请|麻煩|麻烦|拜託|拜托|可以|可不可以|能不能|能否|幫我|帮我|替我|給我|给我|我想要|我想|"
-    r"我要|想要|我需要|你|先|再|就|那就|那|好的|好|嗯|喂|哈囉|哈啰|嗨|現在|现在|幫忙|帮忙|"
+    r"我要|想要|我需要|你|先|再|就|那就|那(?![個个些])|好的|好|嗯|喂|哈囉|哈啰|嗨|現在|现在|幫忙|帮忙|"
     r"告訴我|告诉我)+")
 _ZH_TAIL = re.compile(r"(?:吧|了|啊|呀|喔|哦|嗎|吗|呢|啦|謝謝|谢谢|好嗎|好吗|可以嗎|可以吗)+$")
 _ZH_BA = r"(?:把|將|将)"
@@ -231,7 +233,8 @@ _ZH_VERBS: tuple[tuple[IntentKind, str, str, str], ...] = (
      "啟用|启用|重啟|重启|打開|打开|開啟|开启",
      "恢復|恢复|重新開始|重新开始|重新啟用|重新启用|繼續|继续|啟用|启用|重啟|重启|打開|打开|開啟|开启"),
     ("delete", "刪除|删除|刪掉|删掉|取消|移除|撤銷|撤销|不要再提醒我|別再提醒我|别再提醒我|"
-     "不用再提醒我|不要提醒我|不要再|別再|别再", "去掉|拿掉|清除|清掉",
+     "不用再提醒我|不要提醒我|不要再|別再|别再|我不需要|不需要|我不用再|不用再",
+     "去掉|拿掉|清除|清掉",
      "刪除|删除|刪掉|删掉|刪|删|取消|移除|去掉|拿掉|撤銷|撤销|不要|不用|不需要"),
 )
 _ZH_PAUSE_ME = _full(r"(?:暫時|暂时|先)(?:別|别|不要|不用)(?:再)?提醒我(?P<t>.*)")

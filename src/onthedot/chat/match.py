@@ -57,8 +57,8 @@ _ZH_NOISE = re.compile(
     r"今晚|今早|早上|晚上|上午|下午|中午|凌晨|傍晚|半夜|工作日|平日|週末|周末|"
     r"[週周][一二三四五六日天]|星期[一二三四五六日天]?|禮拜[一二三四五六日天]?|"
     r"[0-9一二三四五六七八九十兩两半]+(?:點|点|時|时|分|號|号|月)|"
-    r"提醒我|提醒|任務|任务|排程|鬧鐘|闹钟|通知|定時|定时|那個|那个|這個|这个|那些|這些|这些|"
-    r"它|我的|我們|我们|幫我|帮我|記得|记得|叫我|一下|的|了|吧|呢|嗎|吗|我|你|把|將|将")
+    r"提醒我|提醒|任務|任务|排程|鬧鐘|闹钟|通知|定時|定时|那個|那个|這個|这个|那些|這些|这些|所有|全部|"
+    r"它|我的|我們|我们|幫我|帮我|記得|记得|叫我|一下|的|了|吧|呢|嗎|吗|我|你|把|將|将|都|也")
 _EN_NOISE_WORDS = (
     "the a an my our your his her their this that these those it them one all of for to "
     "about me i you we us please task reminder job alarm notification remind reminding "
@@ -67,7 +67,8 @@ _EN_NOISE_WORDS = (
     "again next weekday weekend monday tuesday wednesday thursday friday saturday sunday "
     "o'clock minute hour day week month year and or with from")
 _EN_NOISE = frozenset(_EN_NOISE_WORDS.split())
-_WORD = re.compile(rf"[a-z0-9']+|[{_CJK}]+")
+_EN_TIME_WORD = re.compile(r"\d+(?:am|pm|h|st|nd|rd|th)?|\d+:\d+")  # "8am", "3rd", "10"
+_WORD = re.compile(rf"[a-z0-9':]+|[{_CJK}]+")
 _TOPIC_WORDS = {  # a news digest is also named by its topic, in each language
     "finance": "finance financial money 財經 财经 金融",
     "technology": "tech technology 科技",
@@ -85,7 +86,7 @@ def words(text: str) -> frozenset[str]:
                 found.update(run[i:i + 2] for i in range(len(run) - 1))
         else:
             word = _stem(token)
-            if word and word not in _EN_NOISE and not word.isdigit():
+            if word and word not in _EN_NOISE and not _EN_TIME_WORD.fullmatch(word):
                 found.add(word)
     return frozenset(found)
 

@@ -679,18 +679,51 @@ CHAT_TIMEOUT_SECONDS = 300.0  # a model may take several tool-calling rounds
 
 
 @cli.command("chat")
-@click.argument("message")
-@click.option("--dry-run", is_flag=True, help="say what would be scheduled, create nothing")
+@click.argument("message", required=False)
+@click.option("--dry-run", is_flag=True, help="say what would be scheduled or changed, change "
+              "nothing")
 @click.option("--timezone", metavar="TZ", help="your IANA timezone (default: the server's)")
-@click.option("--json", "as_json", is_flag=True, help="print the whole JSON answer")
+@click.option("-y", "--yes", is_flag=True, help="confirm a deletion or a new time without "
+              "asking")
+@click.option("--confirm", "confirm_token", metavar="TOKEN", help="answer yes to an earlier "
+              "question: its confirmation_token (then MESSAGE may be left out)")
+@click.option("--json", "as_json", is_flag=True, help="print the whole JSON answer(s)")
 @_client_options
-def chat(client: ApiClient, message: str, dry_run: bool, timezone: str | None,
-         as_json: bool) -> None:
-    """Say what to schedule, in English or Chinese: onthedot chat "每天早上八點幫我總結財經新聞"."""
-    body: dict[str, Any] = {"message": message, "dry_run": dry_run}
-    if timezone is not None:
-        body["timezone"] = timezone
+def chat(client: ApiClient, message: str | None, dry_run: bool, timezone: str | None,
+         yes: bool, confirm_token: str | None, as_json: bool) -> None:
+    """Say what to schedule or change, in English or Chinese: onthedot chat
+    "每天早上八點幫我總結財經新聞", "what tasks do I have?", "刪除每週的運動提醒". A deletion or a
+    new time is asked about first (y/N), unless --yes."""
+    if message is None and confirm_token is None:
+        raise click.UsageError("give MESSAGE (or --confirm TOKEN)")
+    body: dict[str, Any] = {"dry_run": dry_run}
+    for name, value in (("message", message), ("timezone", timezone),
+                        ("confirm", confirm_token)):
+        if value is not None:
+            body[name] = value
     answer = client.call("POST", "/v1/chat", json=body, timeout=CHAT_TIMEOUT_SECONDS)
+    _echo_chat(answer, as_json)
+    if not answer.get("needs_confirmation"):
+        return
+    agreed = yes or _ask_yes_no("Confirm?")
+    # The server answers "no" too, in the language of the question.
+    again: dict[str, Any] = {"confirm": answer["confirmation_token"]}
+    if not agreed:
+        again["message"] = "no"
+    _echo_chat(client.call("POST", "/v1/chat", json=again, timeout=CHAT_TIMEOUT_SECONDS),
+               as_json)
+
+
+def _ask_yes_no(question: str) -> bool:
+    """y/N on the terminal; no answer at all (end of input) is no."""
+    try:
+        return click.confirm(question, default=False, err=True)
+    except click.Abort:
+        click.echo("", err=True)
+        return False
+
+
+def _echo_chat(answer: dict[str, Any], as_json: bool) -> None:
     if as_json:
         _echo_json(answer)
         return
@@ -698,6 +731,10 @@ def chat(client: ApiClient, message: str, dry_run: bool, timezone: str | None,
     for job in answer["jobs"]:
         click.echo(f"  {job['job_id']}  {job['status']}  {job['action']['type']}  "
                    f"next run {job['next_run_at'] or '-'}")
+    run = answer.get("run")
+    if run and answer.get("intent") == "run_now":
+        click.echo(f"  run {run['run_id']}  {run['status']}")
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -159,7 +159,8 @@ class JobService:
     # Every change is planned from the job as read and saved as a compare-and-set on its
     # version; a plan that lost a race is made again from the new state (see _change).
 
-    async def update_job(self, user_id: str, job_id: str, patch: JobPatch) -> JobView:
+    async def update_job(self, user_id: str, job_id: str, patch: JobPatch, *,
+                         expected_version: int | None = None) -> JobView:
         async def plan(job: Job) -> JobSave:
             if job.status is JobStatus.CANCELLED:
                 raise ConflictError("a deleted job cannot be changed", code="job_cancelled",
@@ -192,9 +193,10 @@ class JobService:
             return JobSave(job=updated, cancel_open_runs=True,
                            insert_run=self._new_run(job.job_id, first_at, "scheduled"))
 
-        return await self._view(await self._change(user_id, job_id, plan))
+        return await self._view(await self._change(user_id, job_id, plan, expected_version))
 
-    async def delete_job(self, user_id: str, job_id: str) -> None:
+    async def delete_job(self, user_id: str, job_id: str, *,
+                         expected_version: int | None = None) -> None:
         async def plan(job: Job) -> JobSave | None:
             if job.status is JobStatus.CANCELLED:
                 return None
@@ -202,7 +204,7 @@ class JobService:
                                 updated_at=self.clock.now())
             return JobSave(job=cancelled, cancel_open_runs=True, cancel_manual_runs=True)
 
-        await self._change(user_id, job_id, plan)
+        await self._change(user_id, job_id, plan, expected_version)
 
     async def pause_job(self, user_id: str, job_id: str) -> JobView:
         async def plan(job: Job) -> JobSave | None:
@@ -256,11 +258,21 @@ class JobService:
         return await self.store.run_get(manual.run_id) or manual
 
     async def _change(self, user_id: str, job_id: str,
-                      plan: Callable[[Job], Awaitable[JobSave | None]]) -> Job:
+                      plan: Callable[[Job], Awaitable[JobSave | None]],
+                      expected_version: int | None = None) -> Job:
         """Read the job, plan the change, save it as a compare-and-set on the version read;
-        when another change landed in between, plan again from the new state."""
+        when another change landed in between, plan again from the new state.
+
+        With ``expected_version`` the change was decided from that version (a confirmed chat
+        request): any other version is refused instead of planned again, and since the save is
+        conditional on the version read, a change landing after this check fails the save and
+        is refused on the next round."""
         for _ in range(MAX_CHANGE_ATTEMPTS):
             job = await self._job(user_id, job_id)
+            if expected_version is not None and job.version != expected_version:
+                raise ConflictError("the job changed since this change was decided",
+                                    code="version_mismatch", field="expected_version",
+                                    expected=f"version {job.version}")
             save = await plan(job)
             if save is None:
                 return job  # nothing to change (already paused, already deleted, ...)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 
@@ -85,6 +86,100 @@ def test_chat_command(capsys: pytest.CaptureFixture[str], server: LiveServer) ->
     assert json.loads(out)["action"] == {"type": "message", "text": "stand up"}
     code, out, err = run_cli(capsys, "chat", "每週八提醒我喝水", "--url", server.url)
     assert_one_line_error(code, err, "422 could_not_understand", "field 每週八")
+
+
+def seed_task(capsys: pytest.CaptureFixture[str], server: LiveServer, name: str) -> str:
+    code, out, err = run_cli(capsys, "jobs", "create", "--name", name, "--cron", "0 9 * * *",
+                             "--message", name, "-q", "--url", server.url)
+    assert code == 0, err
+    return out.strip()
+
+
+def status_of(capsys: pytest.CaptureFixture[str], server: LiveServer, job_id: str) -> str:
+    code, out, err = run_cli(capsys, "jobs", "get", job_id, "--url", server.url)
+    assert code == 0, err
+    status: str = json.loads(out)["status"]
+    return status
+
+
+def test_chat_asks_before_deleting(capsys: pytest.CaptureFixture[str], server: LiveServer,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    water = seed_task(capsys, server, "喝水")
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    code, out, err = run_cli(capsys, "chat", "刪除喝水提醒", "--url", server.url)
+    assert code == 0, err
+    question, answer = out.strip().splitlines()
+    assert question.startswith("確定要刪除「喝水」嗎？")
+    assert "Confirm? [y/N]" in err
+    assert answer == "好的，沒有做任何變更。"
+    assert status_of(capsys, server, water) == "scheduled"
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no answer at all is no
+    code, out, err = run_cli(capsys, "chat", "刪除喝水提醒", "--url", server.url)
+    assert code == 0, err
+    assert out.strip().splitlines()[-1] == "好的，沒有做任何變更。"
+    assert status_of(capsys, server, water) == "scheduled"
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    code, out, err = run_cli(capsys, "chat", "刪除喝水提醒", "--url", server.url)
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert lines[1] == "好的，已刪除「喝水」。"
+    assert lines[2].split()[:2] == [water, "cancelled"]
+    assert status_of(capsys, server, water) == "cancelled"
+
+
+def test_chat_yes_confirms_without_asking(capsys: pytest.CaptureFixture[str],
+                                         server: LiveServer) -> None:
+    standup = seed_task(capsys, server, "standup")
+    code, out, err = run_cli(capsys, "chat", "move the standup reminder to 7am", "--yes",
+                             "--url", server.url)
+    assert code == 0, err
+    assert "Confirm?" not in err
+    question, done, job_line = out.strip().splitlines()
+    assert question.startswith("Change “standup” from every day at 09:00 (Asia/Taipei) to "
+                               "every day at 07:00 (Asia/Taipei)?")
+    assert done.startswith("OK, “standup” now runs every day at 07:00 (Asia/Taipei)")
+    assert job_line.split()[:2] == [standup, "scheduled"]
+
+
+def test_chat_confirm_flag_answers_an_earlier_question(capsys: pytest.CaptureFixture[str],
+                                                       server: LiveServer,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    backup = seed_task(capsys, server, "backup")
+    code, out, err = run_cli(capsys, "chat", "delete the backup reminder", "--dry-run",
+                             "--json", "--url", server.url)
+    assert code == 0, err
+    assert json.loads(out)["confirmation_token"] is None  # a dry run asks nothing
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not answered here: no, for now
+    code, out, err = run_cli(capsys, "chat", "delete the backup reminder", "--json",
+                             "--url", server.url)
+    assert code == 0, err
+    question, end = json.JSONDecoder().raw_decode(out)
+    assert json.loads(out[end:])["reply"] == "OK, nothing was changed."
+    token = question["confirmation_token"]
+    code, out, err = run_cli(capsys, "chat", "--confirm", token, "--url", server.url)
+    assert code == 0, err
+    assert out.splitlines()[0] == "OK, deleted “backup”."
+    assert status_of(capsys, server, backup) == "cancelled"
+    code, out, err = run_cli(capsys, "chat", "--confirm", token, "--url", server.url)
+    assert_one_line_error(code, err, "409 confirmation_stale", "field confirm")
+    code, _, err = run_cli(capsys, "chat", "--url", server.url)
+    assert_one_line_error(code, err, "MESSAGE")
+
+
+def test_chat_lists_and_runs(capsys: pytest.CaptureFixture[str], server: LiveServer) -> None:
+    backup = seed_task(capsys, server, "backup")
+    code, out, err = run_cli(capsys, "chat", "what tasks do I have?", "--url", server.url)
+    assert code == 0, err
+    assert out.splitlines()[:2] == ["You have 1 task(s):", out.splitlines()[1]]
+    assert out.splitlines()[1].startswith("1. “backup” every day at 09:00 (Asia/Taipei)")
+    code, out, err = run_cli(capsys, "chat", "run the backup task now", "--url", server.url)
+    assert code == 0, err
+    reply, job_line, run_line = out.strip().splitlines()
+    assert reply.startswith("OK, running “backup” now")
+    assert job_line.split()[0] == backup
+    assert run_line.split()[0] == "run"
 
 
 def test_mcp_command_refuses_a_bad_user(capsys: pytest.CaptureFixture[str]) -> None:

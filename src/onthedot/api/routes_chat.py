@@ -1,21 +1,27 @@
-"""``POST /v1/chat``: one sentence in, a job and an answer in the user's language out.
+"""``POST /v1/chat``: one sentence in, a job (or a change to one) and an answer in the user's
+language out.
 
 The front door (``onthedot.chat``) decides with the offline parser or, when configured, a model
-that calls the MCP tools; either way jobs are created through the service as this user.
+that calls the MCP tools; either way jobs are created and changed through the service as this
+user. Deleting a task or moving its time is confirmed first: the answer carries a
+``confirmation_token`` that the next call passes back as ``confirm``.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header
 from pydantic import BaseModel, ConfigDict, Field
 
 from onthedot.api.jsonbody import StrictJsonRoute
-from onthedot.api.models import JobOut, Problem
+from onthedot.api.models import JobOut, Problem, RunOut
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.api.routes_jobs import COMMON_PROBLEMS, MAX_IDEMPOTENCY_KEY_CHARS, RuntimeDep, UserDep
 from onthedot.chat import FrontDoor
+from onthedot.chat.confirm import MAX_TOKEN_CHARS
+from onthedot.chat.intents import IntentKind
 
 MAX_MESSAGE_CHARS = 4000
 
@@ -25,10 +31,19 @@ router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS, route_class=StrictJs
 class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
         {"message": "每天早上八點幫我總結財經新聞", "timezone": "Asia/Taipei"},
-        {"message": "remind me to call mom tomorrow at 3pm", "dry_run": True}]})
+        {"message": "remind me to call mom tomorrow at 3pm", "dry_run": True},
+        {"message": "刪除每週的運動提醒", "timezone": "Asia/Taipei"},
+        {"message": "yes", "confirm": "c1.eyJ1Ijoi….Qm9va3M"}]})
 
-    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS,
-                         description="what the user said, in English or Chinese")
+    message: str | None = Field(
+        default=None, min_length=1, max_length=MAX_MESSAGE_CHARS,
+        description="what the user said, in English or Chinese; may be left out only with "
+                    "`confirm`")
+    confirm: str | None = Field(
+        default=None, min_length=1, max_length=MAX_TOKEN_CHARS,
+        description="the `confirmation_token` of the previous answer: carries out the change "
+                    "it asked about when `message` is left out or says yes (\"yes\", \"好\"), "
+                    "drops it when `message` says no; any other message is a new request")
     dry_run: bool = Field(default=False, description="understand and answer, create nothing")
     timezone: str | None = Field(default=None, description="the user's IANA timezone; default: "
                                  "the server's default_timezone", examples=["Asia/Taipei"])
@@ -57,9 +72,26 @@ class ChatResponse(BaseModel):
         "message), also on a dry run", examples=[{"type": "news_digest", "topic": "finance",
                                                   "language": "zh-Hant"}])
     tool_calls: list[ToolCallOut] = Field(description="model: the tools it called, in order")
+    intent: IntentKind | None = Field(
+        default=None, description="parser (and confirmations): what the message asked for; "
+        "null on the model path")
+    candidates: list[JobOut] = Field(
+        default_factory=list, description="tasks the answer is about and did not change: the "
+        "list asked for, the tasks to choose between, the task awaiting confirmation, the task "
+        "whose last result is shown")
+    run: RunOut | None = Field(default=None, description="run_now: the run started; "
+                               "last_result: the run whose result is shown")
+    needs_confirmation: bool = Field(
+        default=False, description="true when nothing was changed yet: pass "
+        "`confirmation_token` back as `confirm` to carry out what `reply` asks about")
+    confirmation_token: str | None = Field(
+        default=None, description="bound to you, this intent, the task and its current "
+        "version; expires at `confirmation_expires_at`")
+    confirmation_expires_at: datetime | None = None
 
 
 @router.post("/chat", response_model=ChatResponse, responses={
+    404: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}},
     409: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}},
     503: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}}})
 async def chat(
@@ -68,14 +100,23 @@ async def chat(
         alias="Idempotency-Key", min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS,
         description="parser path: retrying with the same key returns the same job")] = None,
 ) -> ChatResponse:
-    """Turn a sentence ("每天早上八點幫我總結財經新聞") into a job. A sentence the parser cannot
-    read exactly is a 422 whose `field` is the fragment it could not read."""
+    """Turn a sentence ("每天早上八點幫我總結財經新聞") into a job, or manage one ("刪除每週的運動
+    提醒", "what tasks do I have?"). A sentence the parser cannot read exactly is a 422 whose
+    `field` is the fragment it could not read. A `confirm` token that is not one this server
+    gave you is a 422 `invalid_confirmation`, an old one `confirmation_expired`, and one whose
+    task changed since (or that was used already) a 409 `confirmation_stale`."""
     answer = await FrontDoor(rt.service, rt.settings).answer(
         user, body.message, dry_run=body.dry_run, timezone=body.timezone,
-        idempotency_key=idempotency_key)
+        idempotency_key=idempotency_key, confirm=body.confirm)
     return ChatResponse(reply=answer.reply, decided_by=answer.decided_by,
                         dry_run=answer.dry_run,
                         jobs=[JobOut.model_validate(j) for j in answer.jobs],
                         language=answer.language, understood=answer.understood,
                         action=answer.action,
-                        tool_calls=[ToolCallOut.model_validate(c) for c in answer.tool_calls])
+                        tool_calls=[ToolCallOut.model_validate(c) for c in answer.tool_calls],
+                        intent=answer.intent,
+                        candidates=[JobOut.model_validate(j) for j in answer.candidates],
+                        run=None if answer.run is None else RunOut.model_validate(answer.run),
+                        needs_confirmation=answer.needs_confirmation,
+                        confirmation_token=answer.confirmation_token,
+                        confirmation_expires_at=answer.confirmation_expires_at)

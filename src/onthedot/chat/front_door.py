@@ -1,6 +1,12 @@
-"""One sentence in, a scheduled job and a one-sentence answer out.
+"""One sentence in, a scheduled job (or a managed one) and a one-sentence answer out.
 
-Who decides:
+What is asked: ``chat.intents`` tells a new task ("每天提醒我刪除垃圾郵件") from a request about
+existing ones ("刪除每週的運動提醒", "run the backup task now", "我有哪些提醒"); the latter go to
+``chat.manage``, which finds the task by its words, asks which one when two match, asks for a
+confirmation before deleting or moving one, and never creates a task. A call that passes back a
+``confirm`` token (with "yes", "好", or no message) answers that question, whoever decides.
+
+Who decides a new task:
 
 * no model configured (``llm_base_url`` unset): the offline parser ``onthedot.nl`` reads the
   sentence and ``actions.choice`` picks the action from its task (a news digest when it asks for
@@ -25,15 +31,18 @@ from typing import Any, Literal
 
 from onthedot import nl
 from onthedot.actions.choice import choose_action
-from onthedot.api.models import JobOut
+from onthedot.api.models import JobOut, RunOut
+from onthedot.chat.intents import IntentKind, recognise, yes_or_no
+from onthedot.chat.manage import Managed, Manager
 from onthedot.config import Settings
 from onthedot.domain.errors import ValidationError
 from onthedot.llm import ChatModel, run_with_tools
 from onthedot.mcp.registry import ArgumentError, Caller, ToolRegistry, ToolResult
 from onthedot.mcp.server import server_instructions
 from onthedot.mcp.tools import build_registry
+from onthedot.nl.lang import detect
 from onthedot.schedule.local import load_timezone
-from onthedot.service import JobService, JobSpec
+from onthedot.service import JobService, JobSpec, JobView
 
 Decider = Literal["parser", "model"]
 
@@ -60,6 +69,15 @@ class ChatAnswer:
     understood: dict[str, Any] | None = None  # parser path: ParseResult.to_dict()
     action: dict[str, Any] | None = None  # parser path: the action chosen for the task
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # model path: name, args, result
+    intent: IntentKind | None = None  # parser path (and confirmations): what was asked
+    candidates: list[dict[str, Any]] = field(default_factory=list)  # tasks referred to, unchanged
+    run: dict[str, Any] | None = None  # run now: the new run; last result: the run shown
+    confirmation_token: str | None = None  # pass back as `confirm` to carry out the change
+    confirmation_expires_at: datetime | None = None
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return self.confirmation_token is not None
 
 
 class FrontDoor:
@@ -67,12 +85,29 @@ class FrontDoor:
         self.service = service
         self.settings = settings
 
-    async def answer(self, user_id: str, message: str, *, dry_run: bool = False,
-                     timezone: str | None = None,
-                     idempotency_key: str | None = None) -> ChatAnswer:
+    async def answer(self, user_id: str, message: str | None, *, dry_run: bool = False,
+                     timezone: str | None = None, idempotency_key: str | None = None,
+                     confirm: str | None = None) -> ChatAnswer:
+        """``message`` may be None only with ``confirm`` (an API client saying yes)."""
         tz = load_timezone(timezone or self.settings.default_timezone, field="timezone").key
+        if confirm is not None:
+            said = "yes" if message is None else yes_or_no(message)
+            if said is not None:  # else a new request: the question is left unanswered
+                language = detect(message, tz) if message else "en"
+                return _managed(await Manager(self.service).confirm(
+                    confirm, user_id, agreed=said == "yes", dry_run=dry_run,
+                    language=language), dry_run)
+        if message is None:
+            raise ValidationError("say something, or pass back a confirmation with confirm",
+                                  code="missing_field", field="message",
+                                  expected="the user's message (1-4000 characters)")
         if self.settings.llm_base_url:
             return await self._by_model(user_id, message, tz, dry_run)
+        intent = recognise(message, tz)
+        if intent.kind != "create":
+            return _managed(await Manager(self.service).handle(
+                intent, user_id, timezone=tz, timezone_given=timezone is not None,
+                dry_run=dry_run), dry_run)
         return await self._by_parser(user_id, message, tz, dry_run, idempotency_key)
 
     # --- offline ---------------------------------------------------------------------------
@@ -96,12 +131,11 @@ class FrontDoor:
             self.service.actions.validate(spec.action)
             return ChatAnswer(reply=reply + _DRY_RUN_NOTE[result.language], decided_by="parser",
                               dry_run=True, jobs=[], language=result.language,
-                              understood=understood, action=choice.action)
+                              understood=understood, action=choice.action, intent="create")
         view, _created = await self.service.create_job(user_id, spec, idempotency_key)
         return ChatAnswer(reply=reply, decided_by="parser", dry_run=False,
-                          jobs=[JobOut.of(view).model_dump(mode="json")],
-                          language=result.language, understood=understood,
-                          action=choice.action)
+                          jobs=[_job(view)], language=result.language, understood=understood,
+                          action=choice.action, intent="create")
 
     # --- with a model ----------------------------------------------------------------------
     async def _by_model(self, user_id: str, message: str, tz: str,
@@ -140,12 +174,32 @@ class FrontDoor:
                           tool_calls=calls)
 
 
+def _managed(managed: Managed, dry_run: bool) -> ChatAnswer:
+    return ChatAnswer(
+        reply=managed.reply, decided_by="parser", dry_run=dry_run,
+        jobs=[_job(v) for v in managed.changed], language=managed.language,
+        understood=managed.understood, intent=managed.intent,
+        candidates=[_job(v) for v in managed.candidates],
+        run=None if managed.run is None else RunOut.of(managed.run).model_dump(mode="json"),
+        confirmation_token=managed.token, confirmation_expires_at=managed.expires_at)
+
+
+def _job(view: JobView) -> dict[str, Any]:
+    return JobOut.of(view).model_dump(mode="json")
+
+
 def _system_prompt(tz: str, now: datetime, dry_run: bool) -> str:
     local = now.astimezone(load_timezone(tz)).isoformat(timespec="minutes")
     prompt = (f"{server_instructions(tz)}\n"
               f"Now: {local} ({tz}). Prefer passing the user's words about time as `when`. "
-              "Answer in the user's language, in one or two sentences: what was scheduled and "
-              "when it next runs (next_run_at of the tool result, in the user's timezone).")
+              "When the user asks to change, move, pause, stop, resume, delete, cancel or run "
+              "a task, or asks what tasks they have or what one returned, that is about a task "
+              "they already have: find it with list_tasks and use update_task, pause_task, "
+              "resume_task, delete_task, run_task_now or get_task. Never call create_task for "
+              "such a request; if no task matches, or several do, say so and ask which. "
+              "Answer in the user's language, in one or two sentences: what was scheduled or "
+              "changed and when it next runs (next_run_at of the tool result, in the user's "
+              "timezone).")
     if dry_run:
         prompt += (" This is a dry run: the tools report what they would do and change "
                    "nothing; say that nothing was created.")

@@ -1,0 +1,367 @@
+"""Chat requests about tasks the user already has: list, pause, resume, run now, show the last
+result, delete and change the time (these two confirmed first). Offline, without a model.
+
+Flow of one request (an ``Intent`` from ``chat.intents``)::
+
+    list ─► the tasks, nothing changed
+    other ─► the user's tasks ─► best_matches(target)
+               ├─ none    ─► "no such task", nothing changed
+               ├─ several ─► "which one?" and the candidates, nothing changed
+               └─ one ─┬─ pause / resume / run now / last result: done at once
+                       └─ delete / change time: a question and a confirmation token,
+                          nothing changed
+    next call with ``confirm`` = token (and "yes", or no message) ─► checked (still the task
+    the question was about), then carried out as a compare-and-set on the version just read;
+    "no" changes nothing.
+
+Nothing here creates a task: a request to manage one that names nothing is answered, never
+turned into a new task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from onthedot import nl
+from onthedot.chat.confirm import (
+    CONFIRM_TTL_SECONDS,
+    Confirmable,
+    Confirmation,
+    confirm_key,
+    issue,
+    job_fingerprint,
+    verify,
+)
+from onthedot.chat.intents import Intent, IntentKind, mentions_time, names_a_day
+from onthedot.chat.match import best_matches, task_words, words
+from onthedot.chat.replies import local_time, quoted, say, status_word, task_line, when_words
+from onthedot.delivery.render import output_text
+from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
+from onthedot.domain.models import JobParams, JobRun, RunStatus
+from onthedot.nl.parts import Language
+from onthedot.service import JobPatch, JobService, JobView
+
+MAX_TASKS_SCANNED = 500  # tasks a request is matched against (newest first)
+LIST_PAGE = 100  # the service's largest page
+MAX_LISTED = 20  # lines of a list answer; the rest is in GET /v1/jobs
+MAX_RESULT_CHARS = 500  # of a last result, said back in the reply
+RECENT_RUNS = 20  # runs looked through for the last finished one
+
+# Statuses in which an intent makes sense: among tasks named alike, these are preferred.
+_FITS: dict[IntentKind, tuple[str, ...]] = {
+    "pause": ("scheduled", "running"), "resume": ("paused",),
+    "delete": ("scheduled", "running", "paused"),
+    "change_time": ("scheduled", "running", "paused"), "run_now": ("scheduled", "paused"),
+    "last_result": ("scheduled", "running", "paused", "completed", "failed"),
+}
+_FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Managed:
+    """The answer to a request about existing tasks (the front door makes it a ChatAnswer)."""
+
+    reply: str
+    intent: IntentKind
+    language: Language
+    changed: list[JobView] = field(default_factory=list)  # what this request changed
+    candidates: list[JobView] = field(default_factory=list)  # what it is about, unchanged
+    run: JobRun | None = None  # run now: the new run; last result: the run shown
+    token: str | None = None  # delete / change time: pass back as `confirm`
+    expires_at: datetime | None = None
+    understood: dict[str, Any] | None = None  # change time: the new time as parsed
+
+
+class Manager:
+    def __init__(self, service: JobService) -> None:
+        self.service = service
+
+    # --- a request ----------------------------------------------------------------------
+    async def handle(self, intent: Intent, user_id: str, *, timezone: str,
+                     timezone_given: bool, dry_run: bool) -> Managed:
+        lang = intent.language
+        tasks = await self._tasks(user_id)
+        if intent.kind == "list":
+            return self._list(tasks, lang)
+        if not tasks:
+            return Managed(say("no_tasks", lang), intent.kind, lang)
+        if intent.kind == "change_time" and not intent.when:
+            return Managed(say("no_when", lang), intent.kind, lang)
+        found = _find(intent, tasks)
+        if not found:
+            text = say("no_match", lang, words=intent.target)
+            if mentions_time(intent.target):
+                text += say("no_match_new", lang)
+            return Managed(text, intent.kind, lang)
+        if len(found) > 1:
+            key = "which" if words(intent.target) else "which_any"
+            head = say(key, lang, n=len(found), words=intent.target)
+            return Managed(_with_lines(head, found, lang), intent.kind, lang, candidates=found)
+        view = found[0]
+        if intent.kind == "pause":
+            return await self._pause(user_id, view, lang, dry_run)
+        if intent.kind == "resume":
+            return await self._resume(user_id, view, lang, dry_run)
+        if intent.kind == "run_now":
+            return await self._run_now(user_id, view, lang, dry_run)
+        if intent.kind == "last_result":
+            return await self._last_result(user_id, view, lang)
+        if intent.kind == "delete":
+            return await self._ask_delete(user_id, view, lang, dry_run)
+        return await self._ask_change(intent, user_id, view, timezone if timezone_given
+                                      else view.job.params.timezone, dry_run)
+
+    async def _tasks(self, user_id: str) -> list[JobView]:
+        """The user's tasks that are not deleted, newest first, up to MAX_TASKS_SCANNED."""
+        views: list[JobView] = []
+        token = None
+        while len(views) < MAX_TASKS_SCANNED:
+            page = await self.service.list_jobs(user_id, page_size=LIST_PAGE, page_token=token)
+            views.extend(v for v in page.items if v.status != "cancelled")
+            token = page.next_page_token
+            if token is None:
+                break
+        return views[:MAX_TASKS_SCANNED]
+
+    def _list(self, tasks: list[JobView], lang: Language) -> Managed:
+        if not tasks:
+            return Managed(say("list_none", lang), "list", lang)
+        text = _with_lines(say("list", lang, n=len(tasks)), tasks[:MAX_LISTED], lang)
+        if len(tasks) > MAX_LISTED:
+            text += "\n" + say("list_more", lang)
+        return Managed(text, "list", lang, candidates=tasks)
+
+    async def _pause(self, user_id: str, view: JobView, lang: Language,
+                     dry_run: bool) -> Managed:
+        name = quoted(view.job.name, lang)
+        if view.status == "paused":
+            return Managed(say("already_paused", lang, name=name), "pause", lang,
+                           candidates=[view])
+        if view.status not in ("scheduled", "running"):
+            return Managed(say("not_pausable", lang, name=name,
+                               status=status_word(view.status, lang)), "pause", lang,
+                           candidates=[view])
+        if dry_run:
+            return Managed(say("would_pause", lang, name=name) + say("would", lang), "pause",
+                           lang, candidates=[view])
+        paused = await self.service.pause_job(user_id, view.job.job_id)
+        return Managed(say("paused", lang, name=name, plain=view.job.name), "pause", lang,
+                       changed=[paused])
+
+    async def _resume(self, user_id: str, view: JobView, lang: Language,
+                      dry_run: bool) -> Managed:
+        job = view.job
+        name = quoted(job.name, lang)
+        if view.status in ("scheduled", "running"):
+            return Managed(say("not_paused", lang, name=name, next=local_time(
+                job.next_run_at, job.params.timezone, lang)), "resume", lang, candidates=[view])
+        if view.status != "paused":
+            return Managed(say("not_resumable", lang, name=name,
+                               status=status_word(view.status, lang)), "resume", lang,
+                           candidates=[view])
+        if dry_run:
+            return Managed(say("would_resume", lang, name=name) + say("would", lang), "resume",
+                           lang, candidates=[view])
+        resumed = await self.service.resume_job(user_id, job.job_id)
+        if resumed.job.next_run_at is None:
+            return Managed(say("resumed_done", lang, name=name), "resume", lang,
+                           changed=[resumed])
+        return Managed(say("resumed", lang, name=name, next=local_time(
+            resumed.job.next_run_at, job.params.timezone, lang)), "resume", lang,
+            changed=[resumed])
+
+    async def _run_now(self, user_id: str, view: JobView, lang: Language,
+                       dry_run: bool) -> Managed:
+        name = quoted(view.job.name, lang)
+        if dry_run:
+            return Managed(say("would_run", lang, name=name) + say("would", lang), "run_now",
+                           lang, candidates=[view])
+        run = await self.service.run_job_now(user_id, view.job.job_id)
+        after = await self.service.get_job(user_id, view.job.job_id)
+        return Managed(say("running", lang, name=name), "run_now", lang, changed=[after],
+                       run=run)
+
+    async def _last_result(self, user_id: str, view: JobView, lang: Language) -> Managed:
+        job = view.job
+        name = quoted(job.name, lang)
+        runs = await self.service.list_runs(user_id, job.job_id, page_size=RECENT_RUNS)
+        last = next((r for r in runs.items if r.status in _FINISHED), None)
+        if last is None:
+            return Managed(say("last_none", lang, name=name, next=local_time(
+                job.next_run_at, job.params.timezone, lang)), "last_result", lang,
+                candidates=[view])
+        at = local_time(last.finished_at or last.scheduled_at, job.params.timezone, lang)
+        if last.status is RunStatus.SUCCEEDED:
+            text = say("last_ok", lang, name=name, at=at,
+                       text=output_text(last.output, MAX_RESULT_CHARS))
+        else:
+            text = say("last_failed", lang, name=name, at=at,
+                       text=(last.error or "")[:MAX_RESULT_CHARS])
+        return Managed(text, "last_result", lang, candidates=[view], run=last)
+
+    async def _ask_delete(self, user_id: str, view: JobView, lang: Language,
+                          dry_run: bool) -> Managed:
+        name = quoted(view.job.name, lang)
+        when = when_words(view.job.params, lang)
+        if dry_run:
+            return Managed(say("would_ask_delete", lang, name=name, when=when)
+                           + say("would", lang), "delete", lang, candidates=[view])
+        text = say("ask_delete", lang, name=name, when=when,
+                   minutes=CONFIRM_TTL_SECONDS // 60)
+        return await self._question(text, "delete", user_id, view, lang, None)
+
+    async def _ask_change(self, intent: Intent, user_id: str, view: JobView, timezone: str,
+                          dry_run: bool) -> Managed:
+        lang = intent.language
+        name = quoted(view.job.name, lang)
+        assert intent.when  # handle() answered a change without a time
+        # What the parser cannot read exactly is a ParseError naming the fragment (HTTP 422).
+        parsed = nl.parse(intent.when, now=self.service.clock.now(), timezone=timezone)
+        params = parsed.job_params
+        if not names_a_day(intent.when):
+            params = at_time_of_day(view.job.params, params) or params
+        old, new = when_words(view.job.params, lang), when_words(params, lang)
+        if dry_run:
+            return Managed(say("would_ask_change", lang, name=name, old=old, new=new)
+                           + say("would", lang), "change_time", lang, candidates=[view],
+                           understood=replace(parsed, job_params=params).to_dict())
+        upcoming = replace(parsed, job_params=params).next_runs(1)
+        once = (say("once", lang) if view.job.params.type == "recurring"
+                and params.type != "recurring" else "")
+        text = say("ask_change", lang, name=name, old=old, new=new, once=once,
+                   next=local_time(upcoming[0] if upcoming else None, params.timezone, lang),
+                   minutes=CONFIRM_TTL_SECONDS // 60)
+        managed = await self._question(text, "change_time", user_id, view, lang, params)
+        return replace(managed, understood=replace(parsed, job_params=params).to_dict())
+
+    async def _question(self, text: str, intent: Confirmable, user_id: str, view: JobView,
+                        lang: Language, params: JobParams | None) -> Managed:
+        now = self.service.clock.now()
+        expires = int(now.timestamp()) + CONFIRM_TTL_SECONDS
+        token = issue(Confirmation(user_id=user_id, intent=intent, job_id=view.job.job_id,
+                                   version=view.job.version, expires_at=expires,
+                                   language=lang, fingerprint=job_fingerprint(view.job),
+                                   params=params),
+                      await confirm_key(self.service.store))
+        return Managed(text, intent, lang, candidates=[view], token=token,
+                       expires_at=datetime.fromtimestamp(expires, UTC))
+
+    # --- the answer to a question -------------------------------------------------------
+    async def confirm(self, token: str, user_id: str, *, agreed: bool, dry_run: bool,
+                      language: Language) -> Managed:
+        """Carry out (``agreed``) or drop what ``token`` asked about. A token this server did
+        not give this user, an expired one, or one whose task changed since (a replay
+        included: carrying it out changed the task) is refused and changes nothing."""
+        found = verify(token, await confirm_key(self.service.store), user_id=user_id)
+        if found is None:
+            raise ValidationError(say("invalid", language), code="invalid_confirmation",
+                                  field="confirm", expected="the confirmation_token of the "
+                                  "previous answer, unchanged")
+        lang = found.language
+        if found.expired(self.service.clock.now()):
+            raise ValidationError(say("expired", lang), code="confirmation_expired",
+                                  field="confirm", expected="a confirmation_token less than "
+                                  f"{CONFIRM_TTL_SECONDS // 60} minutes old; ask again")
+        view = await self._as_confirmed(user_id, found)
+        name = quoted(view.job.name, lang)
+        if not agreed:
+            return Managed(say("declined", lang), found.intent, lang, candidates=[view])
+        if found.intent == "delete":
+            if dry_run:
+                return Managed(say("would_delete", lang, name=name) + say("would", lang),
+                               "delete", lang, candidates=[view])
+            await self._guarded(lang, view, self.service.delete_job(
+                user_id, found.job_id, expected_version=view.job.version))
+            deleted = await self.service.get_job(user_id, found.job_id)
+            return Managed(say("deleted", lang, name=name), "delete", lang, changed=[deleted])
+        assert found.params is not None  # a change_time token always carries the new time
+        when = when_words(found.params, lang)
+        if dry_run:
+            return Managed(say("would_change", lang, name=name, when=when) + say("would", lang),
+                           "change_time", lang, candidates=[view])
+        changed = await self._guarded(lang, view, self.service.update_job(
+            user_id, found.job_id, JobPatch(params=found.params),
+            expected_version=view.job.version))
+        return Managed(say("changed", lang, name=name, when=when, next=local_time(
+            changed.job.next_run_at, found.params.timezone, lang)), "change_time", lang,
+            changed=[changed])
+
+    async def _as_confirmed(self, user_id: str, found: Confirmation) -> JobView:
+        """The task as it is now, if it is still the task the question was about: the same
+        version, or a later one that only the engine moved (see chat.confirm). The change is
+        then a compare-and-set on the version read here."""
+        try:
+            view = await self.service.get_job(user_id, found.job_id)
+        except NotFoundError:
+            raise _stale(say("gone", found.language)) from None
+        same = view.job.version == found.version or job_fingerprint(view.job) == \
+            found.fingerprint
+        if not same or view.status == "cancelled":
+            raise _stale(say("stale", found.language, name=quoted(view.job.name,
+                                                                   found.language)))
+        return view
+
+    async def _guarded(self, lang: Language, view: JobView,
+                       change: Awaitable[T]) -> T:
+        """Await the service's change; losing the compare-and-set on the token's version to
+        another change is the same refusal as finding the task changed."""
+        try:
+            return await change
+        except ConflictError as exc:
+            if exc.code != "version_mismatch":
+                raise
+            raise _stale(say("stale", lang, name=quoted(view.job.name, lang))) from None
+
+
+def at_time_of_day(current: JobParams, new: JobParams) -> JobParams | None:
+    """``current``'s recurrence at the time of day of the one-time ``new`` ("move the standup
+    to 7am": still every weekday, now at 07:00), in ``new``'s timezone. None when ``current``
+    does not fire once a day at one time (every 30 minutes, at 7 and 19) or ``new`` is not a
+    time of day: then the change is what was said, and the question says it runs only once."""
+    if current.type != "recurring" or not current.schedule or new.type != "one-time" or \
+            not new.time:
+        return None
+    at = datetime.fromisoformat(new.time)
+    fields = current.schedule.split()
+    if len(fields) == 5 and fields[0].isdigit() and fields[1].isdigit():
+        schedule = " ".join([str(at.minute), str(at.hour), *fields[2:]])
+    elif current.schedule.upper().startswith("RRULE:") and "\n" not in current.schedule:
+        parts = dict(p.split("=", 1) for p in current.schedule[6:].split(";") if "=" in p)
+        if parts.get("FREQ", "").upper() not in ("DAILY", "WEEKLY", "MONTHLY", "YEARLY") or \
+                not parts.get("BYHOUR", "").isdigit() or not parts.get("BYMINUTE", "0").isdigit():
+            return None
+        parts.update(BYHOUR=str(at.hour), BYMINUTE=str(at.minute))
+        if "BYSECOND" in parts:
+            parts["BYSECOND"] = "0"
+        schedule = "RRULE:" + ";".join(f"{k}={v}" for k, v in parts.items())
+    else:
+        return None
+    return JobParams("recurring", schedule=schedule, timezone=new.timezone)
+
+
+def _find(intent: Intent, tasks: list[JobView]) -> list[JobView]:
+    found = best_matches(intent.target,
+                         [(v, task_words(v.job.name, v.job.action)) for v in tasks])
+    if len(found) > 1:
+        # "pause the water reminder" where one of two is paused already: the other one.
+        fitting = [v for v in found if v.status in _FITS[intent.kind]]
+        if len(fitting) == 1:
+            return fitting
+    return found
+
+
+def _with_lines(head: str, tasks: list[JobView], lang: Language) -> str:
+    return "\n".join([head, *(task_line(i, v, lang) for i, v in enumerate(tasks, 1))])
+
+
+def _stale(detail: str) -> ConflictError:
+    return ConflictError(detail, code="confirmation_stale", field="confirm",
+                         expected="ask again: the task changed (or was deleted) after the "
+                                  "question, or this confirmation was used already")
+
+
+__all__ = ["Managed", "Manager"]

@@ -41,6 +41,7 @@ from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
 from onthedot.schedule import Schedule, compile_schedule_async, job_next_after, job_schedule
 from onthedot.store.base import InboxQuery, JobCreated, JobInsert, JobListQuery, JobSave, Store
+from onthedot.store.group_commit import GroupCommit
 
 T = TypeVar("T")
 MAX_PAGE_SIZE = 100
@@ -113,6 +114,7 @@ class JobService:
         self._on_due_soon = on_due_soon or (lambda _at: None)
         self.metrics = metrics or Metrics()
         self._guard = EgressGuard.from_settings(settings)
+        self._group_commit = GroupCommit(store)
 
     def set_due_soon_hook(self, hook: Callable[[datetime], None]) -> None:
         """The in-process watcher wants to hear at once about runs due within its tick."""
@@ -122,8 +124,10 @@ class JobService:
     async def create_job(self, user_id: str, spec: JobSpec,
                          idempotency_key: str | None = None) -> tuple[JobView, bool]:
         item = await self._prepare(user_id, spec, idempotency_key, self.clock.now())
-        view, created = await self._settle(item, await self.store.job_create(item.job,
-                                                                             item.first_run))
+        # Concurrent creates share one transaction (store/group_commit.py); this one returns
+        # once the transaction holding its job has committed.
+        stored = await self._group_commit.job_create(item.job, item.first_run)
+        view, created = await self._settle(item, stored)
         if created:
             self._due_soon(item.job.next_run_at)
         return view, created

@@ -637,6 +637,105 @@ def jobs_runs(client: ApiClient, job_id: str, page_size: int, page_token: str | 
         click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
 
 
+IMPORT_BATCH_JOBS = 1000  # the most POST /v1/jobs:batch takes
+IMPORT_TIMEOUT_SECONDS = 300.0  # one batch of 1,000 jobs on a busy server
+
+
+@jobs.command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--batch-size", type=click.IntRange(1, IMPORT_BATCH_JOBS),
+              default=IMPORT_BATCH_JOBS, show_default=True, help="jobs per request")
+@click.option("--idempotency-prefix", metavar="TEXT", help="a line without an "
+              "idempotency_key gets the key TEXT:LINE, so importing the file again creates "
+              "nothing twice")
+@_client_options
+def jobs_import(client: ApiClient, file: str, batch_size: int,
+                idempotency_prefix: str | None) -> int:
+    """Create the jobs of FILE, a JSON Lines file: one job per line as POST /v1/jobs takes
+    it, with an optional idempotency_key. Every line is checked to be a JSON object before
+    anything is sent; then the jobs go in batches (each batch one transaction). Prints a line
+    per refused job and a summary; exits 1 if any job was refused."""
+    total = sum(1 for _ in _jsonl_objects(file))  # a bad line stops us before any request
+    tally: dict[str, int] = {"created": 0, "existed": 0, "refused": 0}
+    batch: list[tuple[int, dict[str, Any]]] = []
+    for numbered in _jsonl_objects(file):
+        batch.append(numbered)
+        if len(batch) == batch_size:
+            _import_batch(client, batch, idempotency_prefix, tally)
+            batch = []
+    if batch:
+        _import_batch(client, batch, idempotency_prefix, tally)
+    click.echo(f"{total} jobs in {file}: {_tally_text(tally)}")
+    return 1 if tally["refused"] else 0
+
+
+def _jsonl_objects(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, job) for every non-blank line; a line that is not a JSON object (read as
+    strictly as the server reads a body) stops everything with its line number."""
+    from onthedot.api.jsonbody import parse_json
+
+    try:
+        with open(path, "rb") as lines:
+            for number, raw in enumerate(lines, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    value = parse_json(raw)
+                except json.JSONDecodeError as exc:
+                    raise click.ClickException(
+                        f"{path}, line {number}: not valid JSON: {exc.msg}") from None
+                if not isinstance(value, dict):
+                    raise click.ClickException(f"{path}, line {number}: expected a JSON "
+                                               "object (one job per line)")
+                yield number, value
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _import_batch(client: ApiClient, batch: list[tuple[int, dict[str, Any]]],
+                  prefix: str | None, tally: dict[str, int]) -> None:
+    jobs = [{"idempotency_key": f"{prefix}:{number}", **job}
+            if prefix is not None and "idempotency_key" not in job else job
+            for number, job in batch]
+    first, last = batch[0][0], batch[-1][0]
+    try:
+        answer = client.call("POST", "/v1/jobs:batch", json={"jobs": jobs},
+                             timeout=IMPORT_TIMEOUT_SECONDS)
+    except click.ClickException as exc:
+        done = f"; before line {first}: {_tally_text(tally)}" if any(tally.values()) else ""
+        raise click.ClickException(f"lines {first}-{last} were not imported: "
+                                   f"{exc.message}{done}") from None
+    for index, ((number, _job), result) in enumerate(zip(batch, answer["results"],
+                                                         strict=True)):
+        status = result["status"]
+        if status == 201:
+            tally["created"] += 1
+        elif status == 200:
+            tally["existed"] += 1
+        else:
+            tally["refused"] += 1
+            click.echo(f"line {number}: {_item_problem_line(result['problem'], index)}",
+                       err=True)
+
+
+def _item_problem_line(problem: dict[str, Any], index: int) -> str:
+    """A batch problem about the line's own fields: jobs[7].job_params.schedule (the 8th job
+    of its request) is the line's job_params.schedule."""
+    def own(text: str) -> str:
+        return text.replace(f"jobs[{index}].", "").replace(f"jobs[{index}]", "the job")
+
+    line = f"{own(str(problem.get('detail')))} [{problem.get('status')} {problem.get('code')}]"
+    if problem.get("field"):
+        line += f" (field {own(problem['field'])}"
+        line += f"; expected {problem['expected']})" if problem.get("expected") else ")"
+    return " ".join(line.split())
+
+
+def _tally_text(tally: dict[str, int]) -> str:
+    return (f"{tally['created']} created, {tally['existed']} already there (same "
+            f"idempotency key), {tally['refused']} refused")
+
+
 @cli.group(invoke_without_command=True)
 @click.option("--unread", is_flag=True, help="only results not read yet")
 @click.option("--page-size", type=click.IntRange(1, 100), default=20, show_default=True)

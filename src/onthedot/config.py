@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     default_timezone: str = Field("UTC", description="timezone of jobs that name none")
     shard_lease_seconds: float = Field(10.0, gt=0, description="shard ownership lease of a watcher")
     max_body_bytes: int = Field(65536, gt=0, description="largest accepted API request body")
+    max_batch_body_bytes: int = Field(8_388_608, gt=0, description="largest accepted body of "
+                                      "POST /v1/jobs:batch (up to 1,000 jobs)")
     llm_base_url: str | None = Field(None, description="OpenAI-compatible API base URL "
                                      "(e.g. http://127.0.0.1:11434/v1) for the chat front door, "
                                      "prompt actions and news digests; trusted operator "

@@ -10,7 +10,7 @@ import base64
 import hashlib
 import json
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
@@ -40,10 +40,12 @@ from onthedot.domain.models import (
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
 from onthedot.schedule import Schedule, compile_schedule_async, job_next_after, job_schedule
-from onthedot.store.base import InboxQuery, JobListQuery, JobSave, Store
+from onthedot.store.base import InboxQuery, JobCreated, JobInsert, JobListQuery, JobSave, Store
+from onthedot.store.group_commit import GroupCommit
 
 T = TypeVar("T")
 MAX_PAGE_SIZE = 100
+MAX_BATCH_JOBS = 1000  # jobs in one create_jobs call (one transaction)
 MAX_NAME_CHARS = 200
 MAX_TIMEOUT_SECONDS = 3600.0
 MAX_ATTEMPTS_LIMIT = 100
@@ -85,6 +87,15 @@ class JobView:
 
 
 @dataclass(frozen=True)
+class CreateOutcome:
+    """One job of ``create_jobs``: its view (``created`` False for a replay) or its error."""
+
+    view: JobView | None = None
+    created: bool = False
+    error: ValidationError | ConflictError | None = None
+
+
+@dataclass(frozen=True)
 class Page(Generic[T]):
     items: list[T]
     next_page_token: str | None
@@ -103,6 +114,7 @@ class JobService:
         self._on_due_soon = on_due_soon or (lambda _at: None)
         self.metrics = metrics or Metrics()
         self._guard = EgressGuard.from_settings(settings)
+        self._group_commit = GroupCommit(store)
 
     def set_due_soon_hook(self, hook: Callable[[datetime], None]) -> None:
         """The in-process watcher wants to hear at once about runs due within its tick."""
@@ -111,7 +123,52 @@ class JobService:
     # --- create / read -------------------------------------------------------------------
     async def create_job(self, user_id: str, spec: JobSpec,
                          idempotency_key: str | None = None) -> tuple[JobView, bool]:
+        item = await self._prepare(user_id, spec, idempotency_key, self.clock.now())
+        # Concurrent creates share one transaction (store/group_commit.py); this one returns
+        # once the transaction holding its job has committed.
+        stored = await self._group_commit.job_create(item.job, item.first_run)
+        view, created = await self._settle(item, stored)
+        if created:
+            self._due_soon(item.job.next_run_at)
+        return view, created
+
+    async def create_jobs(self, user_id: str,
+                          requests: Sequence[tuple[JobSpec, str | None]]) -> list[CreateOutcome]:
+        """Create many jobs at once: each (spec, idempotency key) is what ``create_job`` takes,
+        judged the same way, and all valid ones are written in ONE store transaction. Each
+        outcome, in request order, is the job (created, or the replay of an earlier identical
+        request) or the error that refused it; a store failure fails the whole call and
+        writes nothing."""
+        if len(requests) > MAX_BATCH_JOBS:
+            raise ValidationError(f"{len(requests)} jobs in one batch", code="too_many_jobs",
+                                  field="jobs", expected=f"at most {MAX_BATCH_JOBS} jobs")
         now = self.clock.now()
+        prepared: list[JobInsert | ValidationError] = []
+        for spec, key in requests:
+            try:
+                prepared.append(await self._prepare(user_id, spec, key, now))
+            except ValidationError as exc:  # this item only; the others go on
+                prepared.append(exc)
+        items = [p for p in prepared if isinstance(p, JobInsert)]
+        stored = iter(await self.store.jobs_insert_many(items) if items else [])
+        outcomes: list[CreateOutcome] = []
+        for item in prepared:
+            if isinstance(item, ValidationError):
+                outcomes.append(CreateOutcome(error=item))
+                continue
+            try:
+                view, created = await self._settle(item, next(stored))
+            except ConflictError as exc:
+                outcomes.append(CreateOutcome(error=exc))
+            else:
+                outcomes.append(CreateOutcome(view=view, created=created))
+        firsts = [o.view.job.next_run_at for o in outcomes if o.created and o.view is not None]
+        self._due_soon(min((at for at in firsts if at is not None), default=None))
+        return outcomes
+
+    async def _prepare(self, user_id: str, spec: JobSpec, idempotency_key: str | None,
+                       now: datetime) -> JobInsert:
+        """Validate, compute the first occurrence and build the job and its first run."""
         spec = self._validated(spec)
         schedule = await self._compile(spec.params, anchor=now, now=now)
         first_at = self._first_occurrence(spec.params, schedule, now)
@@ -124,18 +181,20 @@ class JobService:
             idempotency_key=idempotency_key, request_hash=_request_hash(spec),
             next_run_at=first_at, notify=spec.notify,
         )
-        run = self._new_run(job_id, first_at, "scheduled")
-        result = await self.store.job_create(job, run)
+        return JobInsert(job=job, first_run=self._new_run(job_id, first_at, "scheduled"))
+
+    async def _settle(self, item: JobInsert, result: JobCreated) -> tuple[JobView, bool]:
+        """What the store did with a prepared job: created it, or found its idempotency key
+        held, by the same request (a replay) or by another one (409)."""
         if not result.created:
-            if result.job.request_hash != job.request_hash:
+            if result.job.request_hash != item.job.request_hash:
                 raise ConflictError(
                     "this Idempotency-Key was already used with a different request",
                     code="idempotency_key_reused", field="Idempotency-Key",
                     expected="a new key for a different request")
             return await self._view(result.job), False
         self.metrics.jobs_created.inc()
-        self._due_soon(first_at)
-        return JobView(job=job, status=job.status.value, last_run=None), True
+        return JobView(job=item.job, status=item.job.status.value, last_run=None), True
 
     async def get_job(self, user_id: str, job_id: str) -> JobView:
         return await self._view(await self._job(user_id, job_id))
@@ -399,8 +458,8 @@ class JobService:
     def _new_run(self, job_id: str, at: datetime, kind: RunKind) -> JobRun:
         return JobRun.pending(job_id, at, self.settings.shards, kind)
 
-    def _due_soon(self, at: datetime) -> None:
-        if at <= self.clock.now() + timedelta(seconds=DUE_SOON_SECONDS):
+    def _due_soon(self, at: datetime | None) -> None:
+        if at is not None and at <= self.clock.now() + timedelta(seconds=DUE_SOON_SECONDS):
             self._on_due_soon(at)
 
     async def _job(self, user_id: str, job_id: str) -> Job:
@@ -586,4 +645,4 @@ def _invalid_token() -> ValidationError:
                            field="page_token", expected="a next_page_token from this listing")
 
 
-__all__ = ["JobPatch", "JobService", "JobSpec", "JobView", "Page"]
+__all__ = ["CreateOutcome", "JobPatch", "JobService", "JobSpec", "JobView", "Page"]

@@ -15,10 +15,12 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from fastapi import FastAPI
+from pydantic import BaseModel
 
 from onthedot import __version__
 from onthedot.api import problems, routes_chat, routes_inbox, routes_jobs, routes_ops
 from onthedot.api.auth import LOCAL_USER, check_bind_allowed, is_loopback
+from onthedot.api.models import JobBatchItem
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.api.routes_parse import router as parse_router
 from onthedot.api.routes_web import install as install_web_pages
@@ -62,7 +64,8 @@ def create_app(runtime: Runtime | None = None, *, settings: Settings | None = No
     if runtime is not None:
         # Available without the lifespan too (ASGI transports in tests do not run it).
         app.state.runtime = runtime
-    problems.install(app, max_body_bytes=settings.max_body_bytes)
+    problems.install(app, max_body_bytes=settings.max_body_bytes,
+                     path_body_limits={routes_jobs.BATCH_PATH: settings.max_batch_body_bytes})
     app.include_router(routes_jobs.router)
     app.include_router(routes_inbox.router)
     app.include_router(routes_ops.router)
@@ -80,10 +83,14 @@ def _openapi_document(app: FastAPI) -> dict[str, Any]:
     * it documents every response model as application/json; error responses are
       application/problem+json, so their schema moves there;
     * it marks the bearer token as required; a loopback server without any token serves
-      requests without one (as the single user ``local``), so no token is an alternative.
+      requests without one (as the single user ``local``), so no token is an alternative;
+    * it cannot describe the items of a batch: they are read one by one (an invalid one is
+      answered in its place, not with a 422 for the request), so the route's model takes any
+      item and its schema points at JobBatchItem, added here.
     """
     if app.openapi_schema is None:
         schema = FastAPI.openapi(app)
+        _add_component(schema, JobBatchItem)
         for operations in schema.get("paths", {}).values():
             for operation in operations.values():
                 for response in operation.get("responses", {}).values():
@@ -94,6 +101,14 @@ def _openapi_document(app: FastAPI) -> dict[str, Any]:
                 if security and {} not in security:
                     security.append({})
     return app.openapi_schema or {}
+
+
+def _add_component(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    own = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name, definition in own.pop("$defs", {}).items():
+        components.setdefault(name, definition)
+    components[model.__name__] = own
 
 
 async def _check_identity_mode(rt: Runtime) -> None:

@@ -17,7 +17,7 @@ from onthedot.domain.delivery import Delivery, InboxItem
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, default_notify
 from onthedot.nl.describe import describe
 from onthedot.nl.parts import Language
-from onthedot.service import JobPatch, JobSpec, JobView
+from onthedot.service import MAX_BATCH_JOBS, JobPatch, JobSpec, JobView
 
 JobTypeIn = Literal["immediate", "one-time", "recurring"]
 MisfireIn = Literal["run_late", "skip"]
@@ -133,6 +133,37 @@ class JobCreate(_Request):
             misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds,
             notify=default_notify() if self.notify is None else [
                 c.to_domain() for c in self.notify])
+
+
+MAX_IDEMPOTENCY_KEY_CHARS = 255
+
+
+class JobBatchItem(JobCreate):
+    """One job of ``POST /v1/jobs:batch``: what ``POST /v1/jobs`` takes, plus its own key."""
+
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS,
+        description="this job's Idempotency-Key: the same key with the same job returns the "
+                    "original job (200), with a different job it is a 409")
+
+
+class JobBatch(_Request):
+    """Each item is validated on its own: an invalid one is a 422 in its place in
+    ``results``, and the others are still created."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
+        "jobs": [{"action": {"type": "message", "text": "stand up"},
+                  "job_params": {"type": "recurring", "schedule": "0 9 * * 1-5"},
+                  "idempotency_key": "standup-1"},
+                 {"action": {"type": "message", "text": "tea"},
+                  "job_params": {"type": "one-time", "time": "2026-06-22T16:00:00+08:00"}}],
+    }]})
+
+    jobs: list[Any] = Field(min_length=1, max_length=MAX_BATCH_JOBS,
+                            json_schema_extra={"items": {"$ref": "#/components/schemas/"
+                                                                 "JobBatchItem"}},
+                            description=f"1 to {MAX_BATCH_JOBS} jobs, each as POST /v1/jobs "
+                                        "takes it, with an optional idempotency_key")
 
 
 class JobUpdate(_Request):
@@ -259,6 +290,19 @@ class JobOut(BaseModel):
             notify=job.notify, next_run_at=job.next_run_at,
             last_run=None if view.last_run is None else RunOut.of(view.last_run),
             created_at=job.created_at, updated_at=job.updated_at)
+
+
+class BatchResult(BaseModel):
+    status: Literal[200, 201, 409, 422] = Field(
+        description="201 created, 200 replay of an earlier identical create with the same "
+                    "key, 409 key already used for a different job, 422 invalid job")
+    job: JobOut | None = Field(default=None, description="with 201 and 200")
+    problem: Problem | None = Field(default=None, description="with 409 and 422; its field "
+                                    "names the item, e.g. jobs[3].job_params.schedule")
+
+
+class BatchOut(BaseModel):
+    results: list[BatchResult] = Field(description="one per job, in request order")
 
 
 class JobList(BaseModel):

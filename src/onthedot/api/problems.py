@@ -52,9 +52,9 @@ class ProblemResponse(JSONResponse):
     media_type = PROBLEM_MEDIA_TYPE
 
 
-def problem(status: int, code: str, detail: str, *, field: str | None = None,
-            expected: str | None = None, headers: Mapping[str, str] | None = None,
-            extra: Mapping[str, Any] | None = None) -> ProblemResponse:
+def problem_body(status: int, code: str, detail: str, *, field: str | None = None,
+                 expected: str | None = None,
+                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "type": PROBLEM_TYPE_PREFIX + code,
         "title": _title(status),
@@ -65,6 +65,13 @@ def problem(status: int, code: str, detail: str, *, field: str | None = None,
         "expected": expected,
     }
     body.update(extra or {})
+    return body
+
+
+def problem(status: int, code: str, detail: str, *, field: str | None = None,
+            expected: str | None = None, headers: Mapping[str, str] | None = None,
+            extra: Mapping[str, Any] | None = None) -> ProblemResponse:
+    body = problem_body(status, code, detail, field=field, expected=expected, extra=extra)
     return ProblemResponse(body, status_code=status, headers=dict(headers or {}))
 
 
@@ -76,13 +83,23 @@ def error_problem(exc: OnTheDotError) -> ProblemResponse:
                    headers=headers)
 
 
-def validation_problem(errors: Sequence[Any]) -> ProblemResponse:
+def error_body(exc: OnTheDotError, field: str | None) -> dict[str, Any]:
+    """The problem of ``exc`` as a plain object (one item of a batch), naming ``field``."""
+    return problem_body(exc.http_status, exc.code, exc.message, field=field,
+                        expected=exc.expected)
+
+
+def validation_body(errors: Sequence[Any]) -> dict[str, Any]:
     """The first error names the field; all of them are listed under ``errors``."""
     items = [_pydantic_item(e) for e in errors] or [
         {"code": "invalid_value", "field": None, "detail": "invalid request", "expected": None}]
     first = items[0]
-    return problem(422, first["code"], first["detail"], field=first["field"],
-                   expected=first["expected"], extra={"errors": items})
+    return problem_body(422, first["code"], first["detail"], field=first["field"],
+                        expected=first["expected"], extra={"errors": items})
+
+
+def validation_problem(errors: Sequence[Any]) -> ProblemResponse:
+    return ProblemResponse(validation_body(errors), status_code=422)
 
 
 def body_too_large_problem(limit: int) -> ProblemResponse:
@@ -90,8 +107,11 @@ def body_too_large_problem(limit: int) -> ProblemResponse:
                    field="body", expected=f"a body of at most {limit} bytes")
 
 
-def install(app: FastAPI, *, max_body_bytes: int) -> None:
-    """Register the handlers and the edge middleware on ``app``."""
+def install(app: FastAPI, *, max_body_bytes: int,
+            path_body_limits: Mapping[str, int] | None = None) -> None:
+    """Register the handlers and the edge middleware on ``app``. ``path_body_limits`` gives
+    paths (such as the batch create) a body limit of their own."""
+    limits = dict(path_body_limits or {})
 
     async def on_error(_request: Request, exc: Exception) -> ProblemResponse:
         assert isinstance(exc, OnTheDotError)
@@ -108,7 +128,7 @@ def install(app: FastAPI, *, max_body_bytes: int) -> None:
         status = exc.status_code
         headers = dict(exc.headers or {})
         if status == 413:
-            return body_too_large_problem(max_body_bytes)
+            return body_too_large_problem(limits.get(request.url.path, max_body_bytes))
         if status == 404:
             detail = f"no such resource: {request.url.path}"
         elif status == 405:
@@ -123,7 +143,8 @@ def install(app: FastAPI, *, max_body_bytes: int) -> None:
     app.add_exception_handler(OnTheDotError, on_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)
-    app.add_middleware(ProblemMiddleware, max_body_bytes=max_body_bytes)
+    app.add_middleware(ProblemMiddleware, max_body_bytes=max_body_bytes,
+                       path_body_limits=limits)
 
 
 def allowed_methods(request: Request) -> list[str]:
@@ -152,15 +173,17 @@ class ProblemMiddleware:
     limit tripping while something read the body, or a bug.
     """
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int,
+                 path_body_limits: Mapping[str, int] | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.path_body_limits = dict(path_body_limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.max_body_bytes
+        limit = self.path_body_limits.get(scope.get("path", ""), self.max_body_bytes)
         declared = _content_length(scope)
         if declared is not None and declared > limit:
             await body_too_large_problem(limit)(scope, receive, send)
@@ -253,6 +276,9 @@ def _pydantic_item(error: Any) -> dict[str, Any]:
 def _expected(kind: str, ctx: Mapping[str, Any]) -> str | None:
     if "expected" in ctx:
         return f"one of {ctx['expected']}"
+    if kind in ("too_long", "too_short") and ctx.get("field_type") == "List":
+        bound = ctx.get("max_length") if kind == "too_long" else ctx.get("min_length")
+        return f"{'at most' if kind == 'too_long' else 'at least'} {bound} items"
     for key, words in (("ge", "a number >= {}"), ("gt", "a number > {}"),
                        ("le", "a number <= {}"), ("lt", "a number < {}"),
                        ("max_length", "at most {} characters"),

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, cast
 
+import pydantic
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AwareDatetime
 from starlette.convertors import StringConvertor, register_url_convertor
@@ -19,7 +21,13 @@ from starlette.convertors import StringConvertor, register_url_convertor
 from onthedot.api.auth import resolve_request_user
 from onthedot.api.jsonbody import StrictJsonRoute
 from onthedot.api.models import (
+    MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS,  # routes_chat uses it too
+)
+from onthedot.api.models import (
+    BatchOut,
     DeadLetterList,
+    JobBatch,
+    JobBatchItem,
     JobCreate,
     JobList,
     JobOut,
@@ -29,10 +37,9 @@ from onthedot.api.models import (
     RunOut,
     UserJobStatus,
 )
-from onthedot.api.problems import PROBLEM_MEDIA_TYPE
+from onthedot.api.problems import PROBLEM_MEDIA_TYPE, error_body, validation_body
 from onthedot.runtime import Runtime
-
-MAX_IDEMPOTENCY_KEY_CHARS = 255
+from onthedot.service import CreateOutcome, JobSpec
 
 
 class IdConvertor(StringConvertor):
@@ -93,6 +100,58 @@ async def create_job(
         response.status_code = status.HTTP_200_OK
     response.headers["Location"] = f"/v1/jobs/{view.job.job_id}"
     return JobOut.of(view)
+
+
+BATCH_PATH = "/v1/jobs:batch"
+
+
+@router.post("/jobs:batch", response_model=BatchOut,
+             responses={200: {"description": "one result per job, in request order"}})
+async def create_jobs(
+    body: JobBatch, rt: RuntimeDep, user: UserDep,
+    idempotency_key: Annotated[str | None, Header(
+        alias="Idempotency-Key", min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS,
+        description="a key for the whole batch: job i without an idempotency_key of its own "
+                    "gets the key `<Idempotency-Key>#i`, so the same batch sent again "
+                    "creates nothing twice")] = None,
+) -> Response:
+    """Create up to 1,000 jobs in one request; every valid one is written in ONE
+    transaction. Each job is judged as ``POST /v1/jobs`` would judge it, and answered in its
+    place in ``results``: 201 created, 200 a replay of an earlier identical create with the
+    same key, 409 the key was used for a different job, 422 invalid (the problem's field names
+    the job: ``jobs[3].job_params.schedule``)."""
+    results: list[dict[str, Any] | None] = [None] * len(body.jobs)
+    requests: list[tuple[JobSpec, str | None]] = []
+    placed: list[tuple[int, str]] = []  # (index in the batch, field that holds the key)
+    for index, raw in enumerate(body.jobs):
+        try:
+            item = JobBatchItem.model_validate(raw)
+        except pydantic.ValidationError as exc:
+            results[index] = {"status": 422, "problem": validation_body(
+                [{**e, "loc": ("body", "jobs", index, *e["loc"])} for e in exc.errors()])}
+            continue
+        key, key_field = item.idempotency_key, f"jobs[{index}].idempotency_key"
+        if key is None and idempotency_key is not None:
+            key, key_field = f"{idempotency_key}#{index}", "Idempotency-Key"
+        requests.append((item.to_spec(rt.settings.default_timezone), key))
+        placed.append((index, key_field))
+    outcomes = await rt.service.create_jobs(user, requests) if requests else []
+    for (index, key_field), outcome in zip(placed, outcomes, strict=True):
+        results[index] = _batch_result(outcome, f"jobs[{index}]", key_field)
+    return JSONResponse({"results": results})
+
+
+def _batch_result(outcome: CreateOutcome, item: str, key_field: str) -> dict[str, Any]:
+    if outcome.view is not None:
+        return {"status": 201 if outcome.created else 200,
+                "job": JobOut.of(outcome.view).model_dump(mode="json")}
+    error = outcome.error
+    assert error is not None
+    if error.code == "idempotency_key_reused":
+        field = key_field
+    else:
+        field = f"{item}.{error.field}" if error.field else item
+    return {"status": error.http_status, "problem": error_body(error, field)}
 
 
 @router.get("/jobs", response_model=JobList)

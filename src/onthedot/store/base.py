@@ -20,6 +20,8 @@ Concurrency contract (every backend must honour it; ``tests/conformance`` proves
   ``attempt`` and installs a fresh fencing token; any later write carrying the old token (a
   zombie worker) changes nothing. A RETRYING run is not claimable: it waits in the store until
   ``runs_retry_due`` hands it back at its ``retry_at`` (the queue only holds due runs).
+* ``jobs_insert_many`` writes every item it inserts (job, first run, watermark touch, wake-up)
+  in ONE transaction, as ``job_create`` would one by one: a failure inserts none of them.
 * ``run_finish`` writes the terminal status and appends the RunEvent in ONE transaction.
 * ``feed_states_put`` (an action's state between runs) writes only while the run is RUNNING at
   the attempt given: like a fenced result, a zombie attempt's state changes nothing.
@@ -43,6 +45,7 @@ Concurrency contract (every backend must honour it; ``tests/conformance`` proves
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -69,6 +72,14 @@ WATERMARK_TOUCH_SECONDS = WATERMARK_MARGIN_SECONDS / 2
 class JobCreated:
     job: Job
     created: bool  # False: an earlier request with the same idempotency key already created it
+
+
+@dataclass(frozen=True)
+class JobInsert:
+    """One item of ``jobs_insert_many``: what ``job_create`` takes."""
+
+    job: Job
+    first_run: JobRun | None
 
 
 @dataclass(frozen=True)
@@ -277,6 +288,15 @@ class Store(FeedStateStore, Protocol):
     async def job_create(self, job: Job, first_run: JobRun | None) -> JobCreated:
         """Insert the job and its first run in one transaction. When (user_id, idempotency_key)
         exists already, return that job with created=False (the caller compares request_hash)."""
+        ...
+
+    async def jobs_insert_many(self, items: Sequence[JobInsert]) -> list[JobCreated]:
+        """``job_create`` for every item, in order, in ONE transaction: multi-row inserts of
+        the jobs and their first runs, the watermark touches and the watchers' wake-up. The
+        results are in the order of ``items``. An item whose (user_id, idempotency_key) is held
+        by a stored job, or by an earlier item of the same call, is not inserted: its result is
+        the job holding the key with created=False (the caller compares request_hash). When any
+        statement fails, nothing of any item is written and the error propagates."""
         ...
 
     async def job_get(self, user_id: str, job_id: str) -> Job | None: ...

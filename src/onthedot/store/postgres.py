@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
@@ -65,6 +66,7 @@ from onthedot.store.base import (
     FeedStatesPut,
     InboxQuery,
     JobCreated,
+    JobInsert,
     JobSave,
     Prune,
     Pruned,
@@ -91,6 +93,7 @@ from onthedot.store.delivery_rows import (
     secret_from_row,
     secret_params,
 )
+from onthedot.store.insert_many import InsertPlan
 from onthedot.store.pg_partitions import (
     Layout,
     day_name,
@@ -432,6 +435,25 @@ class PostgresStore(SharedReads):
         if existing is None:  # cannot happen: the conflict that stopped the insert is here
             raise BackendError("idempotency conflict without a matching job")
         return JobCreated(job=job_from_row(existing), created=False)
+
+    async def jobs_insert_many(self, items: Sequence[JobInsert]) -> list[JobCreated]:
+        if not items:
+            return []
+        plan = InsertPlan.of(items)
+        now = self.clock.now()
+        rows = [_insert_row(i, now) for i in plan.offered]
+        # One statement is one transaction (autocommit): all of it or none of it. Reading the
+        # holders of keys afterwards is what job_create does too: the holder is committed.
+        found = await self._all(Q["jobs_insert_many"], {
+            "jobs": json.dumps(rows, ensure_ascii=False), "channel": self.channel})
+        created = {str(r["job_id"]) for r in found}
+        holders: dict[tuple[str, str], Job] = {}
+        keys = plan.keys_to_read(created)
+        if keys:
+            for row in await self._all(Q["jobs_by_idempotency_keys"],
+                                       {"keys": json.dumps(keys, ensure_ascii=False)}):
+                holders[(row["user_id"], row["idempotency_key"])] = job_from_row(row)
+        return plan.results(created, holders)
 
     async def job_save(self, save: JobSave) -> Job | None:
         async with self._tx() as conn:
@@ -938,6 +960,22 @@ def _job_params(job: Job) -> dict[str, Any]:
     params.update(next_run_at=job.next_run_at, created_at=job.created_at,
                   updated_at=job.updated_at)
     return params
+
+
+def _insert_row(item: JobInsert, now: datetime) -> dict[str, Any]:
+    """One element of jobs_insert_many's JSON: job_create's parameters, timestamps as text
+    (PostgreSQL reads the codec's ISO form), and what job_create decides about the run."""
+    row = job_to_params(item.job)
+    run = item.first_run
+    if run is None:
+        return row
+    row.update({f"r_{k}": v for k, v in run_to_params(run).items()
+                if k in ("run_id", "time_bucket", "shard", "scheduled_at", "kind", "status",
+                         "attempt")})
+    row["r_behind"] = run.scheduled_at < now - timedelta(seconds=WATERMARK_TOUCH_SECONDS)
+    row["r_notify"] = (run.status is RunStatus.PENDING
+                       and run.scheduled_at <= now + NOTIFY_HORIZON)
+    return row
 
 
 def _run_params(run: JobRun) -> dict[str, Any]:

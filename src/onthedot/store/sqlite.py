@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +41,7 @@ from onthedot.store.base import (
     FeedStatesPut,
     InboxQuery,
     JobCreated,
+    JobInsert,
     JobSave,
     Prune,
     Pruned,
@@ -67,6 +69,7 @@ from onthedot.store.delivery_rows import (
     secret_from_row,
     secret_params,
 )
+from onthedot.store.insert_many import InsertPlan
 from onthedot.store.reads import SharedReads
 from onthedot.store.sqlfile import load_migrations, load_queries
 from onthedot.store.sqlite_conn import SqliteConnection, sqlite_path
@@ -115,6 +118,32 @@ class SqliteStore(SharedReads):
                 self._insert_run(c, first_run)
             return JobCreated(job=job, created=True)
 
+        return await self._db.write(tx)
+
+    async def jobs_insert_many(self, items: Sequence[JobInsert]) -> list[JobCreated]:
+        plan = InsertPlan.of(items)
+
+        def tx(c: sqlite3.Connection) -> list[JobCreated]:
+            rows = [job_to_params(i.job) for i in plan.offered]
+            created = {r["job_id"] for r in c.execute(Q["jobs_insert_many"],
+                                                      {"jobs": _json_rows(rows)})}
+            runs = plan.runs_of(created)
+            if runs:
+                inserted = {r["run_id"] for r in c.execute(Q["runs_insert_many"], {
+                    "runs": _json_rows([run_to_params(r) for r in runs])})}
+                touches = _watermark_touches([r for r in runs if r.run_id in inserted],
+                                             self._clock.now())
+                if touches:
+                    c.execute(Q["watermarks_touch_many"], {"touches": _json_rows(touches)})
+            holders: dict[tuple[str, str], Job] = {}
+            keys = plan.keys_to_read(created)
+            if keys:
+                for row in c.execute(Q["jobs_by_idempotency_keys"], {"keys": _json_rows(keys)}):
+                    holders[(row["user_id"], row["idempotency_key"])] = job_from_row(row)
+            return plan.results(created, holders)
+
+        if not items:
+            return []
         return await self._db.write(tx)
 
     async def job_save(self, save: JobSave) -> Job | None:
@@ -490,6 +519,27 @@ def _append_event(c: sqlite3.Connection, job_id: str, run_id: str, status: RunSt
     }).fetchone()
     return RunEvent(event_id=int(row["event_id"]), job_id=job_id, run_id=run_id, status=status,
                     emitted_at=at)
+
+
+def _json_rows(rows: Sequence[Any]) -> str:
+    """Parameters of a multi-row statement, as the JSON array its json_each reads. Not ASCII
+    escaped: the text reaches the columns exactly as the one-row statements store it."""
+    return json.dumps(rows, ensure_ascii=False)
+
+
+def _watermark_touches(runs: Sequence[JobRun], now: datetime) -> list[dict[str, Any]]:
+    """watermark_touch's parameters for inserted runs, one per shard: the earliest bucket of
+    the shard's PENDING runs, and whether any of them is old enough to be passed by a walk."""
+    behind_before = now - timedelta(seconds=WATERMARK_TOUCH_SECONDS)
+    touches: dict[int, dict[str, Any]] = {}
+    for run in runs:
+        if run.status is not RunStatus.PENDING:
+            continue
+        touch = touches.setdefault(run.shard, {"shard": run.shard, "bucket": run.time_bucket,
+                                               "behind": False})
+        touch["bucket"] = min(touch["bucket"], run.time_bucket)
+        touch["behind"] = touch["behind"] or run.scheduled_at < behind_before
+    return list(touches.values())
 
 
 def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:

@@ -42,6 +42,71 @@ SELECT (SELECT count(*) FROM new_job) AS created, (SELECT count(*) FROM notice) 
 -- name: job_by_idempotency_key
 SELECT * FROM jobs WHERE user_id = %(user_id)s AND idempotency_key = %(idempotency_key)s
 
+-- name: jobs_insert_many
+-- job_create for many jobs in ONE statement (so in one transaction): the jobs, the first runs
+-- of those inserted, the watermark touches and the wake-ups. %(jobs)s is a JSON array of
+-- job_create's parameters plus, per run, r_behind and r_notify (decided as job_create does).
+-- Answers the ids of the jobs inserted; an item whose key is held inserts nothing.
+WITH input AS (
+    SELECT * FROM json_to_recordset(%(jobs)s::json) AS t(
+        job_id text, user_id text, name text, action text, job_type text, schedule text,
+        run_time text, timezone text, status text, retry_policy text, misfire_policy text,
+        timeout_seconds double precision, idempotency_key text, request_hash text,
+        next_run_at timestamptz, last_run_id text, created_at timestamptz,
+        updated_at timestamptz, notify_channels text,
+        r_run_id text, r_time_bucket bigint, r_shard integer, r_scheduled_at timestamptz,
+        r_kind text, r_status text, r_attempt integer, r_behind boolean, r_notify boolean)
+), new_jobs AS (
+    INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone,
+                      status, retry_policy, misfire_policy, timeout_seconds, idempotency_key,
+                      request_hash, next_run_at, last_run_id, created_at, updated_at, notify)
+    SELECT job_id, user_id, name, action::jsonb, job_type, schedule, run_time, timezone,
+           status, retry_policy::jsonb, misfire_policy, timeout_seconds, idempotency_key,
+           request_hash, next_run_at, last_run_id, created_at, updated_at,
+           notify_channels::jsonb
+    FROM input
+    ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING job_id
+), new_runs AS (
+    INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status,
+                          attempt)
+    SELECT i.r_run_id, i.job_id, i.r_time_bucket, i.r_shard, i.r_scheduled_at, i.r_kind,
+           i.r_status, i.r_attempt
+    FROM input AS i JOIN new_jobs USING (job_id)
+    WHERE i.r_run_id IS NOT NULL
+    ON CONFLICT (run_id, scheduled_at) DO NOTHING
+    RETURNING run_id, status
+), pending AS (
+    SELECT i.r_shard AS shard, i.r_time_bucket AS bucket, i.r_behind AS behind,
+           i.r_notify AS notify
+    FROM new_runs JOIN input AS i ON i.r_run_id = new_runs.run_id
+    WHERE new_runs.status = 'PENDING'
+), wanted AS (
+    SELECT shard, min(bucket) AS bucket, bool_or(behind) AS behind FROM pending GROUP BY shard
+), locked AS (
+    -- watermark_touch for each shard, its rows locked in shard order: two concurrent batches
+    -- touching the same shards wait for each other instead of deadlocking.
+    SELECT w.shard FROM shard_watermarks AS w JOIN wanted USING (shard)
+    WHERE w.bucket > wanted.bucket OR wanted.behind
+    ORDER BY w.shard
+    FOR UPDATE OF w
+), touched AS (
+    UPDATE shard_watermarks AS w
+    SET bucket = least(w.bucket, wanted.bucket), generation = w.generation + 1
+    FROM wanted
+    WHERE w.shard = wanted.shard AND w.shard IN (SELECT shard FROM locked)
+), notices AS (
+    SELECT pg_notify(%(channel)s, due.shard::text)
+    FROM (SELECT DISTINCT shard FROM pending WHERE notify) AS due
+)
+SELECT job_id, (SELECT count(*) FROM notices) AS notices FROM new_jobs
+
+-- name: jobs_by_idempotency_keys
+-- The jobs holding these keys; %(keys)s is a JSON array of [user_id, idempotency_key] pairs.
+SELECT j.* FROM json_array_elements(%(keys)s::json) AS k
+JOIN jobs AS j ON j.user_id = k ->> 0 AND j.idempotency_key = k ->> 1
+WHERE j.idempotency_key IS NOT NULL
+
 -- name: job_get
 SELECT * FROM jobs WHERE user_id = %(user_id)s AND job_id = %(job_id)s
 

@@ -12,6 +12,34 @@ ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTH
 -- name: job_by_idempotency_key
 SELECT * FROM jobs WHERE user_id = :user_id AND idempotency_key = :idempotency_key
 
+-- name: jobs_insert_many
+-- job_insert for many jobs in one statement; :jobs is a JSON array of job_insert's parameters.
+-- (WHERE true: without it SQLite would read ON CONFLICT as part of the SELECT.)
+INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
+                  retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
+                  next_run_at, last_run_id, created_at, updated_at, notify)
+SELECT json_extract(value, '$.job_id'), json_extract(value, '$.user_id'),
+       json_extract(value, '$.name'), json_extract(value, '$.action'),
+       json_extract(value, '$.job_type'), json_extract(value, '$.schedule'),
+       json_extract(value, '$.run_time'), json_extract(value, '$.timezone'),
+       json_extract(value, '$.status'), json_extract(value, '$.retry_policy'),
+       json_extract(value, '$.misfire_policy'), json_extract(value, '$.timeout_seconds'),
+       json_extract(value, '$.idempotency_key'), json_extract(value, '$.request_hash'),
+       json_extract(value, '$.next_run_at'), json_extract(value, '$.last_run_id'),
+       json_extract(value, '$.created_at'), json_extract(value, '$.updated_at'),
+       json_extract(value, '$.notify_channels')
+FROM json_each(:jobs)
+WHERE true
+ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING job_id
+
+-- name: jobs_by_idempotency_keys
+-- The jobs holding these keys; :keys is a JSON array of [user_id, idempotency_key] pairs.
+SELECT j.* FROM json_each(:keys) AS k
+JOIN jobs AS j ON j.user_id = json_extract(k.value, '$[0]')
+              AND j.idempotency_key = json_extract(k.value, '$[1]')
+WHERE j.idempotency_key IS NOT NULL
+
 -- name: job_get
 SELECT * FROM jobs WHERE user_id = :user_id AND job_id = :job_id
 
@@ -51,6 +79,25 @@ VALUES (:run_id, :job_id, :time_bucket, :shard, :scheduled_at, :kind, :status, :
         :lease_token, :lease_expires_at, :enqueued_at, :started_at, :finished_at,
         :output, :error, :dead_lettered, :retry_at)
 ON CONFLICT (run_id) DO NOTHING
+
+-- name: runs_insert_many
+-- run_insert for many runs in one statement; :runs is a JSON array of run_insert's parameters.
+INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,
+                      lease_token, lease_expires_at, enqueued_at, started_at, finished_at,
+                      output, error, dead_lettered, retry_at)
+SELECT json_extract(value, '$.run_id'), json_extract(value, '$.job_id'),
+       json_extract(value, '$.time_bucket'), json_extract(value, '$.shard'),
+       json_extract(value, '$.scheduled_at'), json_extract(value, '$.kind'),
+       json_extract(value, '$.status'), json_extract(value, '$.attempt'),
+       json_extract(value, '$.lease_token'), json_extract(value, '$.lease_expires_at'),
+       json_extract(value, '$.enqueued_at'), json_extract(value, '$.started_at'),
+       json_extract(value, '$.finished_at'), json_extract(value, '$.output'),
+       json_extract(value, '$.error'), json_extract(value, '$.dead_lettered'),
+       json_extract(value, '$.retry_at')
+FROM json_each(:runs)
+WHERE true
+ON CONFLICT (run_id) DO NOTHING
+RETURNING run_id
 
 -- name: run_revive
 UPDATE job_runs SET status = 'PENDING', finished_at = NULL, attempt = 0, error = NULL,
@@ -124,6 +171,16 @@ WHERE shard = :shard AND generation = :generation AND bucket < :bucket
 UPDATE shard_watermarks
 SET bucket = min(bucket, :bucket), generation = generation + 1
 WHERE shard = :shard AND (bucket > :bucket OR :behind)
+
+-- name: watermarks_touch_many
+-- watermark_touch for several shards at once; :touches is a JSON array of
+-- {shard, bucket, behind}, one per shard (the earliest bucket of the shard's new runs).
+UPDATE shard_watermarks AS w
+SET bucket = min(w.bucket, t.bucket), generation = w.generation + 1
+FROM (SELECT json_extract(value, '$.shard') AS shard, json_extract(value, '$.bucket') AS bucket,
+             json_extract(value, '$.behind') AS behind
+      FROM json_each(:touches)) AS t
+WHERE w.shard = t.shard AND (w.bucket > t.bucket OR t.behind)
 
 -- name: watermarks_rewind
 -- The rescuer's check: a watermark that has passed a PENDING run goes back to that run's bucket.

@@ -1,8 +1,10 @@
 """The MCP server: the tool registry behind the SDK's low-level ``Server``.
 
-The low-level server is used (not FastMCP) so that the hand-written schemas are what clients see,
-byte for byte, and so that every outcome is one ``CallToolResult`` we build: success or error,
-the payload is the structured content and its JSON is the text.
+The low-level server is used (not FastMCP) so that the schemas clients see are ours (the
+hand-written ones as ``registry.publish`` renders them, and the output schemas of
+``onthedot.mcp.results``), and so that every outcome is one ``CallToolResult`` we build: success
+or error, the payload is the structured content and its JSON is the text. Because the result is
+built here, the SDK does not check it against the output schema; tests/mcp does, for every tool.
 
 Identity is decided per call by a ``CallerResolver``: over stdio (and in tests) a fixed user;
 over Streamable HTTP the bearer token of the HTTP request, exactly as for the REST API
@@ -61,8 +63,11 @@ def fixed_caller(service: JobService, user_id: str, timezone: str) -> CallerReso
 
 
 def mcp_tool(tool: ToolDef) -> types.Tool:
+    """As clients see it: the published input schema (registry.publish) and the output schema
+    that its structured content follows."""
     return types.Tool(name=tool.name, title=tool.title, description=tool.listed_description,
-                      inputSchema=tool.input_schema, annotations=tool.annotations)
+                      inputSchema=tool.published_schema, outputSchema=tool.output_schema,
+                      annotations=tool.annotations)
 
 
 def build_server(default_timezone: str, resolve_caller: CallerResolver,

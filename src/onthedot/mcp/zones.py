@@ -118,13 +118,18 @@ def _format(offset: timedelta) -> str:
 
 
 def _at_offset(offset: timedelta, now: datetime) -> tuple[str, ...]:
-    """The listed regions whose offset is ``offset`` now or half a year from now."""
-    instants = (now, now + timedelta(days=182))
-    found = [zone for zone in REGIONS
-             if any(t.astimezone(ZoneInfo(zone)).utcoffset() == offset for t in instants)]
+    """The listed regions at ``offset``: those that are all year first, then those that are
+    now, then those that will be in half a year."""
+    def hits(zone: str) -> tuple[bool, bool]:
+        tz = ZoneInfo(zone)
+        return (now.astimezone(tz).utcoffset() == offset,
+                (now + timedelta(days=182)).astimezone(tz).utcoffset() == offset)
+
+    ranked = sorted((zone for zone in REGIONS if any(hits(zone))),
+                    key=lambda zone: {(True, True): 0, (True, False): 1}.get(hits(zone), 2))
     if not offset:  # UTC+00:00 may well mean UTC itself
-        found.insert(0, "UTC")
-    return tuple(found[:4])
+        ranked.insert(0, "UTC")
+    return tuple(ranked[:4])
 
 
 def _refusal(name: str, what: str, candidates: tuple[str, ...]) -> ToolError:

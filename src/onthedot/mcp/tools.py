@@ -19,6 +19,10 @@ The time of a task is given as exactly one of ``when`` (natural language, read b
 or ``in`` (an offset from now). There is no implicit "now": a forgotten time is an error, and
 ``when: "now"`` runs a task immediately. Errors name the tool argument to fix (``schedule``,
 ``timezone`` ...), not the REST field it became.
+
+Two guards against a model's likely slips: a ``timezone`` argument must name a place, not an
+abbreviation such as "EST" (``zones``), and ``update_task`` does not turn a recurring task into
+a one-time one unless ``confirm_type_change`` is true ("run it now" is usually run_task_now).
 """
 
 from __future__ import annotations

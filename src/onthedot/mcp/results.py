@@ -86,8 +86,10 @@ def result_schema(members: Mapping[str, Any], required: tuple[str, ...],
 
 
 PAGE_TOKEN = {"type": ["string", "null"], "description": "pass as page_token for the next page"}
-# Every changing tool's dry run (chat front door) says what it would do to which task.
-WOULD = {"would": STRING, "task": TASK, "item_id": STRING}
+# Every changing tool's dry run (chat front door) says what it would do to which task. It never
+# travels over MCP, so its task is not spelled out again (tools/list stays smaller).
+ANY_OBJECT = {"type": "object"}
+WOULD = {"would": STRING, "task": ANY_OBJECT, "item_id": STRING}
 
 CREATE = result_schema(
     {"created": {"type": "boolean", "description": "false: an idempotency_key returned the "
@@ -110,7 +112,7 @@ GET_TASK = result_schema({"task": TASK, "recent_runs": {"type": "array", "items"
                          ("task", "recent_runs"))
 TASK_ONLY = result_schema({"task": TASK}, ("task",), dry_run=WOULD)
 UPDATE = result_schema({"task": TASK}, ("task",),
-                       dry_run={"task": TASK, "would_change": {"type": "object"}})
+                       dry_run={"task": ANY_OBJECT, "would_change": ANY_OBJECT})
 DELETE = result_schema({"deleted": {"const": True}, "task": TASK}, ("deleted", "task"),
                        dry_run=WOULD)
 RUN_NOW = result_schema({"run": RUN}, ("run",), dry_run=WOULD)

@@ -40,6 +40,7 @@ from onthedot.domain.models import (
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
 from onthedot.schedule import Schedule, compile_schedule_async, job_next_after, job_schedule
+from onthedot.schedule.local import load_timezone
 from onthedot.store.base import InboxQuery, JobCreated, JobInsert, JobListQuery, JobSave, Store
 from onthedot.store.group_commit import GroupCommit
 
@@ -440,8 +441,9 @@ class JobService:
         return first
 
     async def _resume_occurrence(self, job: Job, now: datetime) -> datetime | None:
-        """Recurring: the next occurrence after now (missed ones are not made up). One-time and
-        immediate: the original time again, so the misfire policy decides about lateness."""
+        """Missed runs are not made up. Recurring: the next occurrence after now. One-time and
+        immediate: the original time again if it is not missed (at most misfire_grace ago, as a
+        late run counts), else ConflictError time_passed and the job stays paused."""
         if job.params.type == "recurring":
             return await job_next_after(job, now)
         runs = await self.store.runs_list(job.job_id, 50, None)
@@ -453,7 +455,15 @@ class JobService:
             at = scheduled[-1].scheduled_at if scheduled else now
         done = any(r.scheduled_at == at and r.status in (RunStatus.SUCCEEDED, RunStatus.SKIPPED)
                    for r in scheduled)
-        return None if done else at
+        if at is None or done:
+            return None
+        if at < now - timedelta(seconds=self.settings.misfire_grace):
+            local = at.astimezone(load_timezone(job.params.timezone)).isoformat(timespec="minutes")
+            raise ConflictError(
+                f"its time ({local}) passed while it was paused, and missed runs are not made "
+                "up", code="time_passed", field="job_params.time",
+                expected="a new time (PATCH job_params), or one run now (:run)")
+        return at
 
     def _new_run(self, job_id: str, at: datetime, kind: RunKind) -> JobRun:
         return JobRun.pending(job_id, at, self.settings.shards, kind)

@@ -109,6 +109,20 @@ async def test_pause_resume_run_delete(client: httpx.AsyncClient, clock: FakeClo
     assert (await client.delete(f"/v1/jobs/{job_id}")).status_code == 204  # idempotent
 
 
+async def test_resume_does_not_make_up_a_missed_one_time_run(client: httpx.AsyncClient,
+                                                              clock: FakeClock) -> None:
+    at = (clock.now() + timedelta(minutes=10)).isoformat()
+    job_id = (await client.post("/v1/jobs", json=job_body(job_params={
+        "type": "one-time", "time": at, "timezone": "Asia/Taipei"}))).json()["job_id"]
+    await client.post(f"/v1/jobs/{job_id}:pause")
+    clock.advance(minutes=20)  # its time passes while it is paused
+    problem = assert_problem(await client.post(f"/v1/jobs/{job_id}:resume"), 409,
+                             "time_passed", "job_params.time")
+    assert "2026-06-22T08:10+08:00" in problem["detail"]  # its time, in its timezone
+    job = (await client.get(f"/v1/jobs/{job_id}")).json()
+    assert (job["status"], job["next_run_at"]) == ("paused", None)
+
+
 async def test_delete_cancels_pending_manual_runs(client: httpx.AsyncClient,
                                                   clock: FakeClock) -> None:
     job_id = (await client.post("/v1/jobs", json=job_body())).json()["job_id"]

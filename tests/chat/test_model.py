@@ -76,7 +76,7 @@ async def test_model_corrects_itself_after_an_error(db_url: str) -> None:
             return tool_call("c1", "create_task", {"task": "stretch", "schedual": "0 * * * *"})
         last = results[-1]["content"]
         if not last["ok"]:
-            assert last["error"]["field"] == "schedual"
+            assert last["error"]["path"] == "schedual"  # field names only real arguments
             # The model may still pick a plain reminder explicitly.
             return tool_call("c2", "create_task", {"task": "stretch", "in": {"minutes": 20},
                                                    "kind": "message"})

@@ -7,6 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 import pytest
@@ -45,14 +46,17 @@ def ok(result: CallToolResult) -> dict[str, Any]:
     return body
 
 
-def error(result: CallToolResult, code: str, field: str | None = None) -> dict[str, Any]:
+def error(result: CallToolResult, code: str,
+          field: str | EllipsisType | None = ...) -> dict[str, Any]:
+    """The error object of ``result``, checked to have ``code`` and, unless ``field`` is left
+    out, that ``field`` (None: the error names no argument)."""
     body = payload(result)
     assert result.isError, body
     assert body["ok"] is False
     err: dict[str, Any] = body["error"]
     assert {"code", "message", "field", "expected"} <= err.keys()
     assert err["code"] == code, err
-    if field is not None:
+    if field is not ...:
         assert err["field"] == field, err
     assert err["message"]
     assert "Traceback" not in err["message"]
@@ -70,8 +74,27 @@ def walk(schema: Any) -> list[dict[str, Any]]:
     return found
 
 
+# (read-only, destructive, idempotent) of each tool, as docs/mcp.md#tools explains them.
+ANNOTATIONS = {
+    "create_task": (False, False, False), "list_tasks": (True, None, None),
+    "get_task": (True, None, None), "update_task": (False, True, False),
+    "pause_task": (False, False, True), "resume_task": (False, False, True),
+    "delete_task": (False, True, True), "run_task_now": (False, False, False),
+    "list_inbox": (True, None, None), "mark_inbox_read": (False, False, True),
+}
+
+
+def not_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """The non-null branch of a published optional property (itself if it is not optional)."""
+    if "anyOf" not in schema:
+        return schema
+    [branch] = [b for b in schema["anyOf"] if b != {"type": "null"}]
+    return {**branch, **{k: v for k, v in schema.items() if k != "anyOf"}}
+
+
 def check_tool_list(tools: list[Tool]) -> dict[str, Tool]:
-    """Names, annotations and schemas as the issue asks for."""
+    """Names, annotations and schemas as the issue asks for (each client family's own rules:
+    tests/mcp/test_client_schemas.py)."""
     by_name = {t.name: t for t in tools}
     assert set(by_name) == TOOLS
     for tool in tools:
@@ -84,30 +107,35 @@ def check_tool_list(tools: list[Tool]) -> dict[str, Tool]:
         assert schema["type"] == "object"
         for obj in walk(schema):
             assert obj["additionalProperties"] is False, (tool.name, obj)
+            assert obj["required"] == list(obj["properties"]), (tool.name, obj)
         ann = tool.annotations
         assert ann is not None, tool.name
         assert ann.openWorldHint is False
+        read_only, destructive, idempotent = ANNOTATIONS[tool.name]
+        assert ann.readOnlyHint is read_only, tool.name
+        if not read_only:
+            assert (ann.destructiveHint, ann.idempotentHint) == (destructive, idempotent), (
+                tool.name)
         assert tool.description
         assert len(tool.description) < 700
-        if tool.name in ("list_tasks", "get_task", "list_inbox"):
-            assert ann.readOnlyHint is True
-        else:
-            assert ann.readOnlyHint is False
-        if tool.name == "delete_task":
-            assert ann.destructiveHint is True
-            assert ann.idempotentHint is True
-        elif not ann.readOnlyHint:
-            assert ann.destructiveHint is False
+        assert tool.outputSchema is not None, tool.name
+        assert tool.outputSchema["type"] == "object"
     create = by_name["create_task"].inputSchema
-    assert "required" not in create  # the time may come as any one of four; task from `when`
+    # Every argument may be null, i.e. omitted: the time may come as any one of four, and the
+    # task text from `when`.
+    assert all("anyOf" in p for p in create["properties"].values())
     assert {"title", "task", "schedule", "time", "in", "when", "timezone"} <= create[
         "properties"].keys()
-    assert create["properties"]["timezone"]["default"] == TZ
+    assert f"Default: {TZ}" in create["properties"]["timezone"]["description"]
     assert TZ in (by_name["create_task"].description or "")
-    assert by_name["list_tasks"].inputSchema["properties"]["status"]["enum"]
+    assert not_null(by_name["list_tasks"].inputSchema["properties"]["status"])["enum"]
     for name in ("get_task", "update_task", "pause_task", "resume_task", "delete_task",
                  "run_task_now"):
-        assert by_name[name].inputSchema["required"] == ["task_id"]
+        task_id = by_name[name].inputSchema["properties"]["task_id"]
+        assert task_id["type"] == "string"  # the one argument that is not nullable
+        nullable = {k for k, v in by_name[name].inputSchema["properties"].items()
+                    if "anyOf" in v}
+        assert nullable == by_name[name].inputSchema["properties"].keys() - {"task_id"}
     return by_name
 
 

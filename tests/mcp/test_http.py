@@ -120,8 +120,9 @@ async def test_bearer_tokens_decide_the_user(server: LiveServer) -> None:
 
     async with http_session(server.url, ALICE) as (alice, _init):
         task_id = ok(await alice.call_tool("create_task", {"when": NEWS}))["task"]["job_id"]
-        error(await alice.call_tool("create_task", {"when": NEWS, "shedule": "0 8 * * *"}),
-              "unknown_argument", "shedule")
+        unknown = error(await alice.call_tool("create_task", {
+            "when": NEWS, "shedule": "0 8 * * *"}), "unknown_argument", None)
+        assert unknown["path"] == "shedule"
         error(await alice.call_tool("create_task", {"task": "x", "schedule": "every morning"}),
               "invalid_schedule", "schedule")
     async with http_session(server.url, BOB) as (bob, _init):

@@ -97,15 +97,14 @@ async def test_an_argument_name_that_is_not_text_is_refused_by_the_sdk(
 
 
 @pytest.mark.parametrize(("tool", "arguments", "code", "field"), [
-    ("create_task", {"in": {"minutes": math.nan}, "task": "x"}, "invalid_argument",
-     "in.minutes"),
-    ("create_task", {"in": {"hours": math.inf}, "task": "x"}, "invalid_argument", "in.hours"),
+    ("create_task", {"in": {"minutes": math.nan}, "task": "x"}, "invalid_argument", "in"),
+    ("create_task", {"in": {"hours": math.inf}, "task": "x"}, "invalid_argument", "in"),
     ("list_tasks", {"page_size": -math.inf}, "invalid_argument", "page_size"),
-    ("create_task", {"when": "now", "task": "x", "\ud800": 1}, "invalid_text", "arguments"),
+    ("create_task", {"when": "now", "task": "x", "\ud800": 1}, "invalid_text", None),
     ("create_task", {"when": "now", "task": "x\x00"}, "invalid_text", "task"),
 ])
 async def test_the_registry_refuses_what_json_over_stdio_can_carry(
-        rt: Runtime, tool: str, arguments: dict[str, Any], code: str, field: str) -> None:
+        rt: Runtime, tool: str, arguments: dict[str, Any], code: str, field: str | None) -> None:
     # Over stdio the SDK reads JSON with pydantic, which accepts NaN and Infinity; in memory the
     # client turns them into null. So the registry is called directly, on the real service.
     registry = build_registry(TZ)

@@ -73,8 +73,10 @@ async def test_every_way_to_give_the_time(rt: Runtime) -> None:
 
 async def test_errors_are_correctable(rt: Runtime) -> None:
     async with memory_session(rt) as session:
+        # field names an argument of the tool or is None; path says what was wrong exactly.
         unknown = error(await session.call_tool("create_task", {
-            "task": "x", "schedual": "0 8 * * *"}), "unknown_argument", "schedual")
+            "task": "x", "schedual": "0 8 * * *"}), "unknown_argument", None)
+        assert unknown["path"] == "schedual"
         assert "schedule" in unknown["message"]
         assert "schedule" in unknown["expected"]
         error(await session.call_tool("create_task", {"task": "x", "schedule": "0 25 * * *"}),
@@ -95,8 +97,9 @@ async def test_errors_are_correctable(rt: Runtime) -> None:
             "conflicting_arguments", "schedule")
         error(await session.call_tool("create_task", {"task": "x", "in": {"minutes": 0}}),
               "invalid_argument", "in")
-        error(await session.call_tool("create_task", {"task": "x", "in": {"weeks": 1}}),
-              "unknown_argument", "in.weeks")
+        nested = error(await session.call_tool("create_task", {"task": "x", "in": {"weeks": 1}}),
+                       "unknown_argument", "in")
+        assert nested["path"] == "in.weeks"
         error(await session.call_tool("create_task", {"task": 5, "when": "now"}),
               "invalid_argument", "task")
         error(await session.call_tool("list_tasks", {"page_size": "ten"}),
@@ -107,7 +110,7 @@ async def test_errors_are_correctable(rt: Runtime) -> None:
               "invalid_argument", "status")
         error(await session.call_tool("get_task", {}), "missing_argument", "task_id")
         error(await session.call_tool("get_task", {"task_id": "01NOPE"}), "not_found", "task_id")
-        error(await session.call_tool("frobnicate_task", {}), "unknown_tool", "name")
+        error(await session.call_tool("frobnicate_task", {}), "unknown_tool", None)
         error(await session.call_tool("create_task", {
             "task": "x", "when": "now", "webhook_url": "ftp://example.com"}),
             "invalid_value", "webhook_url")
@@ -150,7 +153,7 @@ async def test_lifecycle(rt: Runtime, clock: FakeClock) -> None:
         assert retold["job_params"]["timezone"] == "Asia/Tokyo"
         assert retold["next_run_at"] == "2026-06-23T00:00:00Z"  # 09:00 in Tokyo
         error(await session.call_tool("update_task", {"task_id": task_id}),
-              "missing_argument", "arguments")
+              "missing_argument", None)
         paused = ok(await session.call_tool("pause_task", {"task_id": task_id}))["task"]
         assert paused["status"] == "paused"
         assert paused["next_run_at"] is None

@@ -2,9 +2,17 @@
 
 A tool is a name, a hand-written JSON Schema and a handler over the service layer. The registry
 enforces what the MCP SDK's decorators do not: the schema is linted when a tool is registered
-(every object closed with ``additionalProperties: false``, no ``$ref``/``$defs``, no top-level
-``oneOf``/``anyOf``/``allOf``) and every call's arguments are checked against it, so an unknown
-or mistyped argument is a correctable error rather than a silently ignored value.
+(every object closed with ``additionalProperties: false``, no ``$ref``/``$defs``, no
+combinators) and every call's arguments are checked against it, so an unknown or mistyped
+argument is a correctable error rather than a silently ignored value.
+
+Two forms of each input schema exist. The hand-written one is the contract the server enforces:
+its ``required`` lists what must be given, and it carries limits (``minLength``, ``maximum``
+...). Clients see ``publish(schema)``: the subset that OpenAI strict function calling, Anthropic
+(strict) tool use and Gemini's JSON-schema function declarations all accept (docs/mcp.md,
+checked by tests/mcp/test_client_schemas.py). There every property is listed in ``required``,
+an optional one also accepts ``null``, which means omitted, and the limits are left to the
+descriptions and to the server's own check.
 
 Versioning: a breaking schema change ships as ``<name>_v2`` (``_v3`` ...). Clients cache the tool
 list for a whole conversation, so the older name keeps answering; registering the new version
@@ -39,10 +47,14 @@ log = logging.getLogger("onthedot.mcp")
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
 VERSION_SUFFIX = re.compile(r"^(?P<base>.+)_v(?P<version>[2-9]|[1-9][0-9]+)$")
 # The schema keywords our argument checker understands; anything else is refused at registration.
+# No `default` and no `format`: OpenAI's strict mode refuses the first and most `format` values,
+# so a default is said in the description (and null means it).
 SCHEMA_KEYWORDS = frozenset({
-    "type", "description", "properties", "required", "additionalProperties", "enum", "default",
-    "minimum", "maximum", "minLength", "maxLength", "format", "examples", "title",
+    "type", "description", "properties", "required", "additionalProperties", "enum",
+    "minimum", "maximum", "minLength", "maxLength",
 })
+# What publish() keeps: the keywords every client family accepts (the limits are checked here).
+PUBLISHED_KEYWORDS = frozenset({"type", "description", "enum"})
 COMBINATORS = ("oneOf", "anyOf", "allOf", "not")
 
 
@@ -64,9 +76,11 @@ class ToolDef:
     name: str
     title: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, Any]  # the enforced contract; clients see published_schema
     annotations: ToolAnnotations
     handler: Handler = field(compare=False)
+    # The JSON Schema of the structured content, success and error (onthedot.mcp.results).
+    output_schema: dict[str, Any] | None = None
     superseded_by: str | None = None
 
     @property
@@ -74,6 +88,10 @@ class ToolDef:
         if self.superseded_by is None:
             return self.description
         return f"Deprecated: use {self.superseded_by}. {self.description}"
+
+    @property
+    def published_schema(self) -> dict[str, Any]:
+        return publish(self.input_schema)
 
 
 @dataclass(frozen=True)
@@ -126,6 +144,8 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered already")
         lint_schema(tool.input_schema, tool.name)
+        if tool.output_schema is not None and tool.output_schema.get("type") != "object":
+            raise ValueError(f"{tool.name}: the output schema must be an object")
         match = VERSION_SUFFIX.match(tool.name)
         if match is not None:
             base, version = match["base"], int(match["version"])
@@ -146,15 +166,15 @@ class ToolRegistry:
     def openai_tools(self) -> list[dict[str, Any]]:
         """The current versions as OpenAI chat-completions ``tools`` (function schemas)."""
         return [{"type": "function", "function": {
-            "name": t.name, "description": t.description, "parameters": t.input_schema}}
+            "name": t.name, "description": t.description, "parameters": t.published_schema}}
             for t in self._tools.values() if t.superseded_by is None]
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None,
                    caller: Caller) -> ToolResult:
         tool = self._tools.get(name)
-        if tool is None:
+        if tool is None:  # no tool, so no argument to name
             return ToolResult.failure(ArgumentError(
-                f"there is no tool {name!r}", code="unknown_tool", field="name",
+                f"there is no tool {name!r}", code="unknown_tool", field=None,
                 expected="one of: " + ", ".join(self._tools)))
         try:
             args = check_arguments(tool.input_schema, arguments, tool.name)
@@ -162,7 +182,11 @@ class ToolRegistry:
         except OnTheDotError as exc:
             if exc.http_status >= 500:
                 log.error("%s: %s", type(exc).__name__, exc.message, exc_info=exc.__cause__)
-            return ToolResult.failure(exc, **(exc.extra if isinstance(exc, ToolError) else {}))
+            extra = dict(exc.extra) if isinstance(exc, ToolError) else {}
+            exc.field, path = argument_field(exc.field, tool.input_schema, exc.code)
+            if path is not None:
+                extra.setdefault("path", path)
+            return ToolResult.failure(exc, **extra)
         except Exception as exc:  # a bug: logged with its traceback, answered without one
             log.exception("tool %s failed", name)
             return ToolResult.failure(OnTheDotError(
@@ -170,7 +194,51 @@ class ToolRegistry:
                 code="internal_error"))
 
 
+def argument_field(field: str | None, schema: Mapping[str, Any],
+                   code: str) -> tuple[str | None, str | None]:
+    """``field`` as the tool argument to fix, and the exact path when that differs.
+
+    An error's ``field`` always names one of the tool's arguments (or is None), so that a model
+    can act on it: ``in.minutes`` becomes ``in`` (path ``in.minutes``), an unknown argument
+    ``schedual`` becomes None (path ``schedual``), anything else that is not an argument
+    (``status`` of a job, ``arguments``) becomes None."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    if field is None or field in properties:
+        return field, None
+    head = re.split(r"[.\[]", field, maxsplit=1)[0]
+    if head in properties:
+        return head, field
+    if code == "unknown_argument":
+        return None, field
+    log.debug("error field %r is not an argument; answered as None", field)
+    return None, None
+
+
 # --- schemas -----------------------------------------------------------------------------
+def publish(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema clients see: every property required, the optional ones nullable through
+    ``anyOf [..., {"type": "null"}]`` (the one nullable form all three client families are
+    documented to accept), and only the keywords in ``PUBLISHED_KEYWORDS``."""
+    out: dict[str, Any] = {k: v for k, v in schema.items() if k in PUBLISHED_KEYWORDS}
+    if schema.get("type") != "object":
+        return out
+    required = set(schema.get("required", []))
+    properties: dict[str, Any] = {}
+    for name, sub in schema.get("properties", {}).items():
+        published = publish(sub)
+        properties[name] = published if name in required else _nullable(published)
+    return {**out, "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in schema.items() if k != "description"}
+    out: dict[str, Any] = {}
+    if "description" in schema:
+        out["description"] = schema["description"]
+    return {**out, "anyOf": [body, {"type": "null"}]}
+
+
 def lint_schema(schema: Mapping[str, Any], where: str) -> None:
     """Refuse what some clients cannot read or what ``check_arguments`` cannot enforce."""
     if schema.get("type") != "object":
@@ -200,8 +268,9 @@ def _lint(schema: Mapping[str, Any], where: str) -> None:
 
 def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any] | None,
                     tool: str) -> dict[str, Any]:
-    """The arguments, checked against ``schema``; ``null`` counts as omitted (some clients send
-    every optional parameter, as null)."""
+    """The arguments, checked against ``schema``. ``null`` counts as omitted: strict clients
+    send every argument, the unused ones as null. So does an object none of whose members is
+    given (``{"in": {"days": null, "hours": null, ...}}``)."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
@@ -226,8 +295,12 @@ def _check_object(schema: Mapping[str, Any], value: Mapping[str, Any], path: str
             raise ArgumentError(f"{tool} has no argument {where!r}{hint}",
                                 code="unknown_argument", field=where,
                                 expected="only: " + ", ".join(properties))
-        if item is not None:
-            out[key] = _check_value(properties[key], item, where, tool)
+        if item is None:
+            continue
+        checked = _check_value(properties[key], item, where, tool)
+        if properties[key]["type"] == "object" and not checked:
+            continue  # nothing given inside: omitted
+        out[key] = checked
     for key in schema.get("required", []):
         if key not in out:
             raise ArgumentError(f"{tool} needs {path}{key}", code="missing_argument",

@@ -1,8 +1,10 @@
 """The MCP server: the tool registry behind the SDK's low-level ``Server``.
 
-The low-level server is used (not FastMCP) so that the hand-written schemas are what clients see,
-byte for byte, and so that every outcome is one ``CallToolResult`` we build: success or error,
-the payload is the structured content and its JSON is the text.
+The low-level server is used (not FastMCP) so that the schemas clients see are ours (the
+hand-written ones as ``registry.publish`` renders them, and the output schemas of
+``onthedot.mcp.results``), and so that every outcome is one ``CallToolResult`` we build: success
+or error, the payload is the structured content and its JSON is the text. Because the result is
+built here, the SDK does not check it against the output schema; tests/mcp does, for every tool.
 
 Identity is decided per call by a ``CallerResolver``: over stdio (and in tests) a fixed user;
 over Streamable HTTP the bearer token of the HTTP request, exactly as for the REST API
@@ -40,11 +42,12 @@ def server_instructions(default_timezone: str) -> str:
         "morning…\", \"每天早上八點…\"). list_tasks: what is scheduled. get_task: one task and "
         "the output of its recent runs. update_task: change its time, text or title. "
         "pause_task/resume_task: stop and restart it. delete_task: remove it for good. "
-        "run_task_now: one extra run now.\n"
+        "run_task_now: one extra run now, the schedule kept.\n"
         "Time: pass the user's own words as `when` (English or Chinese; the server parses "
         "them), or `schedule` (cron \"0 8 * * *\" or RRULE), `time` (ISO 8601) or `in` "
-        "({\"minutes\": 20}) - exactly one. when=\"now\" runs it at once. Default timezone: "
-        f"{default_timezone}; pass `timezone` (IANA) if the user lives elsewhere.\n"
+        "({\"minutes\": 20}) - exactly one; null means not given. when=\"now\" runs it at "
+        f"once. Default timezone: {default_timezone}; pass `timezone` as a region "
+        "(America/New_York), not an abbreviation (EST), if the user lives elsewhere.\n"
         "Errors come back with ok=false and error.code, error.field, error.expected: fix that "
         "argument and call again."
     )
@@ -61,8 +64,11 @@ def fixed_caller(service: JobService, user_id: str, timezone: str) -> CallerReso
 
 
 def mcp_tool(tool: ToolDef) -> types.Tool:
+    """As clients see it: the published input schema (registry.publish) and the output schema
+    that its structured content follows."""
     return types.Tool(name=tool.name, title=tool.title, description=tool.listed_description,
-                      inputSchema=tool.input_schema, annotations=tool.annotations)
+                      inputSchema=tool.published_schema, outputSchema=tool.output_schema,
+                      annotations=tool.annotations)
 
 
 def build_server(default_timezone: str, resolve_caller: CallerResolver,

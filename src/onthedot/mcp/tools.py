@@ -19,6 +19,10 @@ The time of a task is given as exactly one of ``when`` (natural language, read b
 or ``in`` (an offset from now). There is no implicit "now": a forgotten time is an error, and
 ``when: "now"`` runs a task immediately. Errors name the tool argument to fix (``schedule``,
 ``timezone`` ...), not the REST field it became.
+
+Two guards against a model's likely slips: a ``timezone`` argument must name a place, not an
+abbreviation such as "EST" (``zones``), and ``update_task`` does not turn a recurring task into
+a one-time one unless ``confirm_type_change`` is true ("run it now" is usually run_task_now).
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from onthedot.actions.choice import KINDS, Choice, Kind, action_of_kind, choose_
 from onthedot.api.models import InboxItemOut, JobOut, RunOut
 from onthedot.domain.errors import OnTheDotError, ParseError, ValidationError
 from onthedot.domain.models import JobParams, default_notify
+from onthedot.mcp import results
 from onthedot.mcp.registry import Caller, ToolDef, ToolError, ToolRegistry
+from onthedot.mcp.zones import check_region
 from onthedot.nl.lang import detect
 from onthedot.nl.parts import Language
 from onthedot.schedule import compile_schedule, run_bounded
@@ -51,16 +57,16 @@ RECENT_RUNS = 5  # runs get_task shows
 MAX_TEXT_CHARS = 10_000  # the message action's limit
 MAX_OFFSET = {"days": 3660, "hours": 87_840, "minutes": 5_270_400, "seconds": 316_224_000}
 
+# Annotations (docs/mcp.md#tools). destructive: the call overwrites or removes something that no
+# other call brings back (update_task replaces the time or the text, delete_task cancels for
+# good); pause and resume undo each other. idempotent: the same call again changes nothing more;
+# update_task is not, because "in 20 minutes" or "tomorrow" is read anew at every call.
 READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
 
-def _changes(*, idempotent: bool) -> ToolAnnotations:
-    return ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=idempotent,
-                           openWorldHint=False)
-
-
-DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
-                              openWorldHint=False)
+def _changes(*, idempotent: bool, destructive: bool = False) -> ToolAnnotations:
+    return ToolAnnotations(readOnlyHint=False, destructiveHint=destructive,
+                           idempotentHint=idempotent, openWorldHint=False)
 
 
 # --- schemas -----------------------------------------------------------------------------
@@ -77,6 +83,12 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
 
 
 TASK_ID = _text("The task's job_id, as returned by create_task or list_tasks.", minLength=1)
+CONFIRM_TYPE_CHANGE = {
+    "type": "boolean",
+    "description": "true only after the user agreed that a recurring task stops repeating: "
+                   "needed when the new time (when \"now\", \"tomorrow at 9\", time, in) "
+                   "makes a recurring task one-time or immediate. To run it once now and keep "
+                   "its schedule, use run_task_now instead."}
 
 
 def _time_properties(timezone_default: str | None) -> dict[str, Any]:
@@ -94,12 +106,14 @@ def _time_properties(timezone_default: str | None) -> dict[str, Any]:
                       'or with an offset ("2026-06-22T08:00:00+08:00").', minLength=1,
                       maxLength=64),
         "in": {"type": "object", "description": 'Once, this long from now, e.g. {"minutes": 15} '
-               'or {"days": 1, "hours": 2}.', "additionalProperties": False,
+               'or {"days": 1, "hours": 2}; units left out or null count as 0.',
+               "additionalProperties": False,
                "properties": {unit: {"type": "integer", "minimum": 0, "maximum": limit,
-                                     "default": 0} for unit, limit in MAX_OFFSET.items()}},
-        "timezone": _text(f"IANA timezone the time is read in, e.g. Asia/Taipei or "
-                          f"America/New_York. {zone}", minLength=1, maxLength=64,
-                          **({"default": timezone_default} if timezone_default else {})),
+                                     "description": f"whole {unit}, 0 or more"}
+                              for unit, limit in MAX_OFFSET.items()}},
+        "timezone": _text(f"IANA region timezone the time is read in, e.g. Asia/Taipei or "
+                          f"America/New_York (not an abbreviation such as EST or GMT+8). {zone}",
+                          minLength=1, maxLength=64),
     }
 
 
@@ -107,27 +121,28 @@ def _what_properties(*, on_update: bool) -> dict[str, Any]:
     auto = ("Omitted: the task keeps its kind (new task text changes its text)." if on_update
             else "Default auto: prompt if the server has a model, else news_digest when the "
                  "task asks for news, else message.")
+    title = "Omitted: unchanged." if on_update else "Default: the start of the task text."
+    task = ("New words for what the task does; its kind is kept. Omitted: unchanged."
+            if on_update else "What to do when it fires: the prompt or message, e.g. "
+            "\"summarize the financial news\". Default with when: the rest of that sentence.")
     return {
-        "title": _text("A short name for the task. Default: the start of the task text.",
+        "title": _text(f"A short name for the task, at most 200 characters. {title}",
                        maxLength=200),
-        "task": _text("What to do when it fires: the prompt or message, e.g. \"summarize the "
-                      "financial news\". Default with when: the rest of that sentence.",
-                      minLength=1, maxLength=MAX_TEXT_CHARS),
+        "task": _text(task, minLength=1, maxLength=MAX_TEXT_CHARS),
         "kind": _text("What each run does: prompt (a model carries out the task; needs a "
                       "model on the server), news_digest (a digest of news on the task's "
                       "topic: finance, technology or world), message (a reminder with the "
-                      f"task text), auto. {auto}", enum=["auto", *KINDS],
-                      **({} if on_update else {"default": "auto"})),
+                      f"task text), auto. {auto}", enum=["auto", *KINDS]),
     }
 
 
-def _option_properties() -> dict[str, Any]:
+def _option_properties(*, on_update: bool) -> dict[str, Any]:
+    policy = "Omitted: unchanged." if on_update else "Default: run_late."
     return {
         "webhook_url": _text("Instead of a message, POST {\"task\": <task>} to this http(s) URL "
-                             "when it fires.", format="uri", maxLength=2000),
+                             "when it fires.", maxLength=2000),
         "misfire_policy": _text("If a run is late (server down): run_late runs it anyway, skip "
-                                "drops it. Default: run_late.", enum=["run_late", "skip"],
-                                default="run_late"),
+                                f"drops it. {policy}", enum=["run_late", "skip"]),
         **NOTIFY_PROPERTIES,
     }
 
@@ -135,7 +150,7 @@ def _option_properties() -> dict[str, Any]:
 NOTIFY_ARGS = ("notify_inbox", "notify_email", "notify_webhook", "notify_webhook_format")
 NOTIFY_PROPERTIES: dict[str, Any] = {
     "notify_inbox": {"type": "boolean", "description": "Put each result in the user's inbox "
-                     "(see list_inbox). Default: true."},
+                     "(see list_inbox). Default: true (update_task: unchanged)."},
     "notify_email": _text("Also e-mail each result to this address. \"\" removes the e-mail "
                           "(update_task).", maxLength=254),
     "notify_webhook": _text("Also POST each result to this http(s) URL (signed). \"\" removes "
@@ -185,6 +200,34 @@ def _plan_time(args: Mapping[str, Any], timezone: str, now: datetime) -> TimePla
 def _zone_name(value: str) -> str:
     """The canonical IANA name (a wrong-case name is accepted, as by the REST API)."""
     return load_timezone(value, field="timezone").key
+
+
+def _timezone(args: Mapping[str, Any], fallback: str, now: datetime) -> str:
+    """The zone of the ``timezone`` argument, which must name a place (``zones``), else
+    ``fallback``: the deployment's or the task's zone, which is not judged again here."""
+    given = args.get("timezone")
+    if given is None:
+        return _zone_name(fallback)
+    check_region(given, now)
+    return _zone_name(given)
+
+
+def _check_type_change(job_params: JobParams, plan: TimePlan | None, name: str,
+                       args: Mapping[str, Any]) -> None:
+    """A new time that ends a recurring task's repetition needs ``confirm_type_change``: "run
+    it now" said to a model is more often run_task_now than "stop repeating it"."""
+    if (plan is None or job_params.type != "recurring" or plan.params.type == "recurring"
+            or args.get("confirm_type_change") is True):
+        return
+    becomes = "an immediate task (run once, now)" if plan.params.type == "immediate" else (
+        f"a one-time task ({plan.params.time})")
+    raise ToolError(
+        f"this would turn the recurring task {name!r} ({job_params.schedule}) into {becomes}: "
+        "it would not repeat any more. If that is what the user wants, call update_task again "
+        "with confirm_type_change: true; to run it once now and keep its schedule, call "
+        "run_task_now instead", code="confirmation_required", field="confirm_type_change",
+        expected="confirm_type_change: true, after the user agreed that the task stops "
+                 "repeating")
 
 
 def _explicit_kind(args: Mapping[str, Any]) -> Kind | None:
@@ -373,7 +416,7 @@ async def _preview_runs(spec: JobSpec, caller: Caller, now: datetime) -> list[st
 # --- handlers ----------------------------------------------------------------------------
 async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     now = caller.service.clock.now()
-    timezone = _zone_name(args.get("timezone") or caller.timezone)
+    timezone = _timezone(args, caller.timezone, now)
     plan = _plan_time(args, timezone, now)
     if plan is None:
         raise ToolError("create_task needs the time of the task", code="missing_argument",
@@ -434,8 +477,10 @@ async def update_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     service, user = caller.service, caller.user_id
     view = await _mapped(service.get_job(user, args["task_id"]), _fields(None))
     job = view.job
-    timezone = _zone_name(args.get("timezone") or job.params.timezone)
-    plan = _plan_time(args, timezone, service.clock.now())
+    now = service.clock.now()
+    timezone = _timezone(args, job.params.timezone, now)
+    plan = _plan_time(args, timezone, now)
+    _check_type_change(job.params, plan, job.name, args)
     params = plan.params if plan else (
         replace(job.params, timezone=timezone) if "timezone" in args else None)
     patch = JobPatch(name=args.get("title"), params=params,
@@ -514,6 +559,9 @@ def build_registry(default_timezone: str) -> ToolRegistry:
     """The current tool set; descriptions state this deployment's default timezone."""
     tz = default_timezone
     task_only = _object({"task_id": TASK_ID}, required=("task_id",))
+    page_size = {"type": "integer", "minimum": 1, "maximum": 100,
+                 "description": "How many per page, 1-100. Default: 20."}
+    page_token = _text("next_page_token of the previous page.", minLength=1)
     return ToolRegistry([
         ToolDef(
             name="create_task", title="Create a task",
@@ -521,17 +569,18 @@ def build_registry(default_timezone: str) -> ToolRegistry:
                 "Schedule something for the user: once, recurring, or right now. Give the time "
                 "as exactly one of: when (the user's words in English or Chinese, e.g. \"every "
                 "weekday at 9am\", \"每天早上八點\"; easiest), schedule (cron or RRULE), time "
-                "(ISO 8601) or in ({\"minutes\": 15}). when=\"now\" runs it at once. "
-                f"timezone defaults to {tz}. With when, task defaults to the rest of the "
-                "sentence. The task becomes a prompt a model carries out (if the server has "
-                "a model), else a news digest when it asks for news, else a reminder; kind "
-                "picks one."),
+                "(ISO 8601) or in ({\"minutes\": 15}); null means not given. when=\"now\" "
+                f"runs it at once. timezone defaults to {tz}. With when, task defaults to the "
+                "rest of the sentence. The task becomes a prompt a model carries out (if the "
+                "server has a model), else a news digest when it asks for news, else a "
+                "reminder; kind picks one."),
             input_schema=_object({**_what_properties(on_update=False), **_time_properties(tz),
-                                  **_option_properties(), "idempotency_key": _text(
+                                  **_option_properties(on_update=False), "idempotency_key": _text(
                                       "Retrying with the same key returns the task created "
                                       "the first time instead of a second one.",
                                       minLength=1, maxLength=255)}),
-            annotations=_changes(idempotent=False), handler=create_task),
+            annotations=_changes(idempotent=False), handler=create_task,
+            output_schema=results.CREATE),
         ToolDef(
             name="list_tasks", title="List tasks",
             description="The user's tasks, newest first, with status and next_run_at. Filter "
@@ -539,65 +588,74 @@ def build_registry(default_timezone: str) -> ToolRegistry:
             input_schema=_object({
                 "status": _text("Only tasks in this state. Default: all.", enum=[
                     "scheduled", "running", "completed", "failed", "paused", "cancelled"]),
-                "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
-                              "description": "Tasks per page, 1-100. Default: 20."},
-                "page_token": _text("next_page_token of the previous page.", minLength=1)}),
-            annotations=READ_ONLY, handler=list_tasks),
+                "page_size": page_size, "page_token": page_token}),
+            annotations=READ_ONLY, handler=list_tasks, output_schema=results.LIST_TASKS),
         ToolDef(
             name="get_task", title="Get a task",
             description="One task: its schedule, status, next_run_at and its last "
                         f"{RECENT_RUNS} runs with their output (what it produced) or error.",
-            input_schema=task_only, annotations=READ_ONLY, handler=get_task),
+            input_schema=task_only, annotations=READ_ONLY, handler=get_task,
+            output_schema=results.GET_TASK),
         ToolDef(
             name="update_task", title="Change a task",
             description=(
-                "Change a task's time, text, title, kind or timezone; omitted arguments stay as "
-                "they are; new text keeps the task's kind. Give a new time as one of when (the "
-                "user's words; it sets only the time), schedule (cron or RRULE), time (ISO "
-                "8601) or in ({\"minutes\": 15}); timezone defaults to the task's. A new time "
-                "replaces the pending run."),
+                "Change a task's time, text, title, kind or timezone; arguments left out or "
+                "null stay as they are; new text keeps the task's kind. Give a new time as one "
+                "of when (the user's words; it sets only the time), schedule (cron or RRULE), "
+                "time (ISO 8601) or in ({\"minutes\": 15}); timezone defaults to the task's. "
+                "A new time replaces the pending run. A one-time time (when \"now\", time, "
+                "in ...) for a recurring task ends its repetition and needs "
+                "confirm_type_change: true; to run it once now, use run_task_now."),
             input_schema=_object({"task_id": TASK_ID, **_what_properties(on_update=True),
-                                  **_time_properties(None), **_option_properties()},
+                                  **_time_properties(None), **_option_properties(on_update=True),
+                                  "confirm_type_change": CONFIRM_TYPE_CHANGE},
                                  required=("task_id",)),
-            annotations=_changes(idempotent=True), handler=update_task),
+            annotations=_changes(idempotent=False, destructive=True), handler=update_task,
+            output_schema=results.UPDATE),
         ToolDef(
             name="pause_task", title="Pause a task",
-            description="Stop a scheduled task from firing until resume_task; nothing is lost.",
-            input_schema=task_only, annotations=_changes(idempotent=True), handler=pause_task),
+            description="Stop a scheduled task from firing until resume_task. A one-time task "
+                        "whose time passes while paused does not run late when resumed.",
+            input_schema=task_only, annotations=_changes(idempotent=True), handler=pause_task,
+            output_schema=results.TASK_ONLY),
         ToolDef(
             name="resume_task", title="Resume a task",
-            description="Schedule a paused task again from its next occurrence (missed ones "
-                        "are not made up).",
-            input_schema=task_only, annotations=_changes(idempotent=True), handler=resume_task),
+            description="Schedule a paused task again; missed runs are not made up. A "
+                        "recurring task continues at its next occurrence after now. A one-time "
+                        "task whose time passed while paused is not resumed (error "
+                        "time_passed): give it a new time with update_task, or run it once "
+                        "with run_task_now.",
+            input_schema=task_only, annotations=_changes(idempotent=True), handler=resume_task,
+            output_schema=results.TASK_ONLY),
         ToolDef(
             name="delete_task", title="Delete a task",
             description="Cancel a task and its pending runs for good (its history is kept). "
                         "Use pause_task to stop it only for a while.",
-            input_schema=task_only, annotations=DESTRUCTIVE, handler=delete_task),
+            input_schema=task_only, annotations=_changes(idempotent=True, destructive=True),
+            handler=delete_task, output_schema=results.DELETE),
         ToolDef(
             name="run_task_now", title="Run a task now",
             description="One extra run of a task right now, besides its schedule; returns the "
                         "run (see get_task for its result).",
             input_schema=task_only, annotations=_changes(idempotent=False),
-            handler=run_task_now),
+            handler=run_task_now, output_schema=results.RUN_NOW),
         ToolDef(
             name="list_inbox", title="List delivered results",
             description="Results of the user's tasks delivered to their inbox: unread first, "
                         "newest first, each with its text and read state. Follow "
                         "next_page_token for more; mark_inbox_read marks one read.",
             input_schema=_object({
-                "unread_only": {"type": "boolean", "default": False,
+                "unread_only": {"type": "boolean",
                                 "description": "Only results not read yet. Default: false."},
-                "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20,
-                              "description": "Items per page, 1-100. Default: 20."},
-                "page_token": _text("next_page_token of the previous page.", minLength=1)}),
-            annotations=READ_ONLY, handler=list_inbox),
+                "page_size": page_size, "page_token": page_token}),
+            annotations=READ_ONLY, handler=list_inbox, output_schema=results.LIST_INBOX),
         ToolDef(
             name="mark_inbox_read", title="Mark a result read",
             description="Mark one inbox item read (after showing it to the user).",
             input_schema=_object({"item_id": _text("The item_id from list_inbox.",
                                                    minLength=1)}, required=("item_id",)),
-            annotations=_changes(idempotent=True), handler=mark_inbox_read),
+            annotations=_changes(idempotent=True), handler=mark_inbox_read,
+            output_schema=results.MARK_READ),
     ])
 
 

@@ -35,6 +35,9 @@ NOT_FROM_TOOLS = {
     "forbidden": "answered at the HTTP edge, before any tool",
     "error": "the root class's placeholder; every raise names its code",
     "conflict": "the conflict class's placeholder; every raise names its code",
+    "too_many_jobs": "a batch over its limit: POST /v1/jobs:batch only",
+    "version_mismatch": "a confirmed chat change whose job changed: /v1/chat only (no tool "
+                        "passes an expected version)",
 }
 CODE = re.compile(r'\bcode\s*=\s*"([a-z_]+)"')
 

@@ -62,7 +62,7 @@ def make_celery() -> Any:
     app.conf.update(task_ignore_result=True, broker_connection_retry_on_startup=True,
                     worker_hijack_root_logger=False, enable_utc=True)
 
-    @app.task(name="bench.noop", bind=True)
+    @app.task(name="bench.noop", bind=True)  # type: ignore[untyped-decorator]
     def noop(self: Any) -> None:
         import redis
 
@@ -276,7 +276,7 @@ async def celery_burst(runs: int, reps: int, lead: float, wait: float, logs: Pat
             seen: Counter[str] = Counter()
             first: dict[str, float] = {}
             for item in store.lrange(results, 0, -1):
-                task_id, at = item.decode().split()
+                task_id, at = (item.decode() if isinstance(item, bytes) else item).split()
                 seen[task_id] += 1
                 first.setdefault(task_id, float(at))
             out.append(Lateness([t - due.timestamp() for t in first.values()],

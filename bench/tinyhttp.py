@@ -61,7 +61,7 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[str, dict[str, str]]
 
 async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
     if headers.get("transfer-encoding", "").lower() == "chunked":
-        parts = []
+        parts: list[bytes] = []
         while True:
             size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
             chunk = await reader.readexactly(size + 2)  # the chunk and its CRLF
@@ -85,6 +85,19 @@ class Connection:
                 self.host, self.port, limit=MAX_HEADER_BYTES)
 
     async def send(self, raw: bytes) -> Response:
+        reused = self._writer is not None
+        try:
+            return await self._send(raw)
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            # A server closes a keep-alive connection that sat idle (uvicorn after 5 s): that
+            # request was never read, so sending it again on a new connection is safe.
+            partial = isinstance(exc, asyncio.IncompleteReadError) and exc.partial
+            if not reused or partial:
+                raise
+            await self.close()
+            return await self._send(raw)
+
+    async def _send(self, raw: bytes) -> Response:
         await self.connect()
         assert self._reader is not None
         assert self._writer is not None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import os
 import platform
@@ -31,7 +32,7 @@ from bench.stats import Row
 SECTIONS = ("ingest", "burst", "dispatch", "scan", "rss", "crash")
 DEFAULT_LEAD_SECONDS = 10.0
 MIN_LEAD_SECONDS, MAX_LEAD_SECONDS = 4.0, 40.0
-LEAD_MARGIN = 2.0  # the due second leaves room for ingest at half the measured rate
+LEAD_MARGIN = 1.5  # the due second leaves room for ingest at 2/3 of the measured rate
 
 
 def _ints(text: str) -> list[int]:
@@ -54,7 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-peers", action="store_true", help="onthedot only")
     g = p.add_argument_group("ingest")
     g.add_argument("--concurrency", default="1,16,64", help="callers, comma-separated")
-    g.add_argument("--requests", type=int, help="single creates per figure and rep (2000)")
+    g.add_argument("--requests", type=int, help="single creates per figure and rep (1000)")
     g.add_argument("--batch-size", type=int, default=500)
     g.add_argument("--batch-jobs", type=int, help="jobs per batch figure and rep (20000)")
     g.add_argument("--batch-callers", type=int, default=4)
@@ -67,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g = p.add_argument_group("10,000 due in one second")
     g.add_argument("--dispatch-runs", type=int, help="(10000)")
     g.add_argument("--dispatch-configs", default="sqlite,pg+nats")
-    g.add_argument("--dispatch-reps", type=int, help="(2)")
+    g.add_argument("--dispatch-reps", type=int, help="(1: one takes about a minute)")
     g = p.add_argument_group("scan cost")
     g.add_argument("--scan-sizes", help="stored future runs, PostgreSQL (10000,1000000); add "
                    "10000000 for the 10 M figure (its load takes several minutes)")
@@ -87,9 +88,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     quick = args.quick
     defaults: dict[str, Any] = {
-        "reps": 2 if quick else 3, "requests": 300 if quick else 2000,
+        "reps": 2 if quick else 3, "requests": 300 if quick else 1000,
         "batch_jobs": 2000 if quick else 20000, "burst_runs": 300 if quick else 2000,
-        "dispatch_runs": 1000 if quick else 10000, "dispatch_reps": 1 if quick else 2,
+        "dispatch_runs": 1000 if quick else 10000, "dispatch_reps": 1,
         "scan_sizes": "10000,100000" if quick else "10000,1000000",
         "scan_sqlite_sizes": "10000",
         "rss_runs": 100_000 if quick else 1_000_000, "rss_seconds": 5.0 if quick else 15.0,
@@ -125,13 +126,41 @@ class Machine:
         return cls(cores=os.cpu_count() or 0, cpu=cpu, memory_gib=mem_kib / 2**20,
                    python=platform.python_version(), commit=commit or "?")
 
+    pg_commit_ms: float | None = None
+    load_before: float = 0.0  # 1-minute load average when the run began and ended: other
+    load_after: float = 0.0  # work on the machine shows here
+
     def line(self) -> str:
+        commit = ("" if self.pg_commit_ms is None else
+                  f", PostgreSQL durable commit {self.pg_commit_ms:.1f} ms (p50)")
         return (f"{self.cores} cores ({self.cpu}), {self.memory_gib:.0f} GiB, Python "
-                f"{self.python}, commit {self.commit}")
+                f"{self.python}{commit}, load average {self.load_before:.1f} before and "
+                f"{self.load_after:.1f} after, commit {self.commit}")
+
+
+def pg_commit_ms(samples: int = 100) -> float | None:
+    """Median time of one durable single-row commit: the floor under every PostgreSQL write
+    (WAL flush to this machine's disk)."""
+    import psycopg
+
+    from bench.procs import PG_DSN
+
+    try:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS bench_commit_probe (x int)")
+            times = []
+            for _ in range(samples):
+                began = time.perf_counter()
+                conn.execute("INSERT INTO bench_commit_probe VALUES (1)")
+                times.append((time.perf_counter() - began) * 1000)
+            conn.execute("DROP TABLE bench_commit_probe")
+    except psycopg.Error:
+        return None
+    return sorted(times)[samples // 2]
 
 
 def _lead(rows: list[Row], config: str, runs: int) -> float:
-    """Seconds ahead to put the burst's due instant: room to create ``runs`` jobs at half the
+    """Seconds ahead to put the burst's due instant: room to create ``runs`` jobs at 2/3 of the
     rate this configuration just showed (its best ingest figure)."""
     rates = [r.figure.median for r in rows if r.section == "ingest" and r.figure is not None
              and r.system.endswith(_label(config))]
@@ -203,6 +232,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     sections = _names(args.sections)
     machine = Machine.read()
+    machine.pg_commit_ms = pg_commit_ms()
+    machine.load_before = os.getloadavg()[0]
     started = time.monotonic()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="onthedot-bench-") as tmp:
@@ -217,6 +248,7 @@ def main(argv: list[str] | None = None) -> None:
             rows += dispatch_rows(_names(args.dispatch_configs), args.dispatch_runs,
                                   args.dispatch_reps)
     rows.sort(key=lambda r: SECTIONS.index(r.section))
+    machine.load_after = os.getloadavg()[0]
     minutes = (time.monotonic() - started) / 60
     print()
     print(f"Machine: {machine.line()}. Took {minutes:.1f} min; "
@@ -242,6 +274,20 @@ def _detail(row: Row) -> str:
     return "; ".join(parts)
 
 
+def _collapse(rows: list[Row]) -> list[Row]:
+    """A system that could not run at all gets one n/a row, not one per case."""
+    out: list[Row] = []
+    for row in rows:
+        prev = out[-1] if out else None
+        if (prev is not None and row.figure is None and prev.figure is None
+                and (prev.section, prev.system, prev.note) == (row.section, row.system,
+                                                               row.note)):
+            prev.case = "all cases"
+            continue
+        out.append(row)
+    return out
+
+
 def render_table(rows: list[Row]) -> str:
     """The results as one Markdown table: value = median (min-max) of the repetitions."""
     lines = ["| figure | system | case | value | generator ceiling | detail |",
@@ -249,7 +295,7 @@ def render_table(rows: list[Row]) -> str:
     titles = {"ingest": "ingest jobs/s", "burst": "burst lateness p99 s",
               "dispatch": "all done after due, s", "scan": "due scan, 32 shards, ms",
               "rss": "peak RSS MiB", "crash": "kill -> re-executed, s"}
-    for row in rows:
+    for row in _collapse([copy.copy(r) for r in rows]):
         ceiling = row.ceiling.text() if row.ceiling is not None else ""
         lines.append(f"| {titles.get(row.section, row.section)} | {row.system} | {row.case} | "
                      f"{row.value_text()} | {ceiling} | {_detail(row)} |")

@@ -78,15 +78,18 @@ def spawn(name: str, argv: list[str], logs: Path, env: Mapping[str, str] | None 
 
 def spawn_listening(name: str, argv: list[str], logs: Path,
                     env: Mapping[str, str] | None = None) -> tuple[Child, int]:
-    """A child that prints ``listening PORT`` as its first line (the tiny servers)."""
-    proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    """A child that prints ``listening PORT`` as its first line (the tiny servers); its
+    stderr goes to its log."""
+    log_path = logs / f"{name}-{secrets.token_hex(2)}.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                                stderr=log, stdin=subprocess.DEVNULL)
     assert proc.stdout is not None
     line = proc.stdout.readline().decode().split()
     if len(line) != 2 or line[0] != "listening":
         proc.kill()
-        raise RuntimeError(f"{name} did not start: {line}")
-    return Child(name, proc, logs / "unused.log"), int(line[1])
+        raise RuntimeError(f"{name} did not start: {log_path.read_text(errors='replace')}")
+    return Child(name, proc, log_path), int(line[1])
 
 
 def tiny_server(mode: str, logs: Path) -> tuple[Child, int]:

@@ -21,12 +21,18 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from onthedot.config import Settings
+from bench.stats import Figure, Row
+from onthedot.config import Settings, load_settings
 from onthedot.domain.models import JobParams, JobRun, RunStatus
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
 
 LEAD_SECONDS = 5.0  # the runs fall due this long after ingest ends
+INGEST_FLOOR_PER_S = 1000  # the due second leaves room for ingest at least this fast
+
+
+class IngestTooSlow(Exception):
+    """Creating the jobs took longer than the lead time, so the burst would be smeared."""
 
 
 def pct(values: list[float], p: float) -> float:
@@ -39,8 +45,8 @@ async def onthedot_run(n: int, settings: Settings) -> dict[str, float]:
     started = time.perf_counter()
     specs = []
     # Jobs are created through the service, as the API would, with one shared due second.
-    due_at = (datetime.now(UTC) + timedelta(seconds=LEAD_SECONDS + n / 2000)).replace(
-        microsecond=0)
+    due_at = (datetime.now(UTC) + timedelta(
+        seconds=LEAD_SECONDS + n / INGEST_FLOOR_PER_S)).replace(microsecond=0)
     for i in range(n):
         specs.append(JobSpec(action={"type": "message", "text": f"m{i}"},
                              params=JobParams(type="one-time", time=due_at.isoformat())))
@@ -53,7 +59,8 @@ async def onthedot_run(n: int, settings: Settings) -> dict[str, float]:
     await asyncio.gather(*(create(s) for s in specs))
     ingest_seconds = time.perf_counter() - started
     if datetime.now(UTC) >= due_at:
-        raise SystemExit("ingest took longer than the lead time; lower --runs")
+        await rt.close()
+        raise IngestTooSlow("ingest took longer than the lead time; lower --runs")
     await rt.start(["watcher", "worker", "recurring"])
     while True:
         counts = await rt.store.runs_count_by_status()
@@ -68,6 +75,7 @@ async def onthedot_run(n: int, settings: Settings) -> dict[str, float]:
         "ingest_per_s": n / ingest_seconds,
         "p50": pct(lateness, 50), "p99": pct(lateness, 99),
         "runs_per_s": n / max(1e-9, (done - due_at).total_seconds()),
+        "done_s": (done - due_at).total_seconds(),
     }
 
 
@@ -156,22 +164,52 @@ def configs(names: list[str], folder: Path) -> list[tuple[str, Settings, str | N
     for name in names:
         if name == "sqlite":
             out.append(("onthedot SQLite + table queue",
-                        Settings(database_url=f"sqlite:///{folder}/bench.db", workers=64,
-                                 min_interval=0), None))
+                        load_settings(database_url=f"sqlite:///{folder}/bench.db", workers=64,
+                                      min_interval=0), None))
         elif name == "postgres":
             schema = f"bench_{tag}"
             out.append(("onthedot PostgreSQL + table queue",
-                        Settings(database_url=PG_URL, database_schema=schema, workers=64,
-                                 min_interval=0, database_pool_size=20), f"{schema}:"))
-        elif name == "postgres+nats":
+                        load_settings(database_url=PG_URL, database_schema=schema, workers=64,
+                                      min_interval=0, database_pool_size=20), f"{schema}:"))
+        elif name in ("postgres+nats", "pg+nats"):
             schema, prefix = f"bench_{tag}", f"bench{tag}"
             out.append(("onthedot PostgreSQL + NATS",
-                        Settings(database_url=PG_URL, database_schema=schema, queue_url=NATS_URL,
-                                 queue_prefix=prefix, workers=64, min_interval=0,
-                                 database_pool_size=20), f"{schema}:{prefix}"))
+                        load_settings(database_url=PG_URL, database_schema=schema,
+                                      queue_url=NATS_URL, queue_prefix=prefix, workers=64,
+                                      min_interval=0, database_pool_size=20),
+                        f"{schema}:{prefix}"))
         else:
             raise SystemExit(f"unknown config {name!r}: sqlite | postgres | postgres+nats")
     return out
+
+
+def dispatch_rows(names: list[str], n: int, reps: int) -> list[Row]:
+    """For ``bench.run``: all-done time (last finished run - due second) per configuration,
+    with dispatch lateness and runs/s beside it."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            results, note = [], ""
+            for rep in range(reps):
+                folder = Path(tmp) / f"{name}-{rep}"  # a fresh SQLite file per repetition
+                folder.mkdir()
+                [(label, settings, cleanup)] = configs([name], folder)
+                try:
+                    results.append(asyncio.run(onthedot_run(n, settings)))
+                except IngestTooSlow as exc:
+                    note = str(exc)
+                finally:
+                    if cleanup:
+                        schema, prefix = cleanup.split(":")
+                        asyncio.run(_drop_postgres_and_nats(schema, prefix))
+            label = label.replace("onthedot ", "onthedot in-process ")
+            done = Figure([r["done_s"] for r in results]) if results else None
+            rows.append(Row("dispatch", label, f"{n:,} message runs due in one second",
+                            "all done s", done, digits=2, note=note, extra={
+                                title: Figure([r[key] for r in results]) for title, key in (
+                                    ("dispatch lateness p50 s", "p50"), ("p99 s", "p99"),
+                                    ("runs/s", "runs_per_s"))} if results else {}))
+    return rows
 
 
 def main() -> None:

@@ -1,0 +1,173 @@
+"""Burst lateness: N one-time jobs due at the same whole second, against ``onthedot serve``
+with its defaults.
+
+* webhook action: the receiver (``tinyhttp receiver``, its own process) records when each
+  ``Idempotency-Key`` (the run id) arrived; lateness = first arrival - due time, a key seen
+  twice is a duplicate, a key never seen is missed;
+* message action: lateness = ``finished_at - scheduled_at`` of each run, read back through
+  ``GET /v1/jobs`` (``last_run``); a run with ``attempt > 1`` was executed again.
+
+Jobs are created through the API (the batch endpoint if the server has it, else 64 concurrent
+single creates); the due second is far enough ahead that creating them all ends before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from bench.ingest import BATCH_PATH, HOST, batch_supported
+from bench.peers import Lateness, lateness_rows
+from bench.procs import Unavailable, make_backend, onthedot_serve, tiny_server
+from bench.stats import Row
+from bench.tinyhttp import Connection, encode_request, load
+
+CREATE_CALLERS = 64
+BATCH_SIZE = 500
+POLL_SECONDS = 0.2
+
+
+def _body(action: dict[str, Any], due: datetime) -> dict[str, Any]:
+    return {"action": action, "job_params": {"type": "one-time", "time": due.isoformat()}}
+
+
+async def _create(port: int, action: dict[str, Any], due: datetime, runs: int,
+                  batch: bool) -> int:
+    """Create ``runs`` jobs; returns how many requests/items failed."""
+    body = _body(action, due)
+    if not batch:
+        raw = encode_request("POST", HOST, port, "/v1/jobs", json.dumps(body).encode())
+        result = await load(HOST, port, raw, runs, CREATE_CALLERS)
+        return sum(n for status, n in result.statuses.items() if status != 201)
+    conn, failed, left = Connection(HOST, port), 0, runs
+    try:
+        while left > 0:
+            size = min(BATCH_SIZE, left)
+            answer = await conn.request("POST", BATCH_PATH,
+                                        json.dumps({"jobs": [body] * size}).encode())
+            items = json.loads(answer.body).get("results", []) if answer.status < 300 else []
+            failed += size - sum(1 for item in items if item.get("status") == 201)
+            left -= size
+    finally:
+        await conn.close()
+    return failed
+
+
+async def _get_json(conn: Connection, path: str) -> Any:
+    answer = await conn.request("GET", path)
+    return json.loads(answer.body)
+
+
+async def _finished_total(conn: Connection) -> float:
+    """Runs this server has finished so far (its Prometheus counter)."""
+    text = (await conn.request("GET", "/metrics")).body.decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("onthedot_runs_finished_total{"))
+
+
+async def _webhook_burst(port: int, receiver_port: int, runs: int, due: datetime,
+                         wait: float, batch: bool) -> tuple[Lateness, int]:
+    rx = Connection(HOST, receiver_port)
+    try:
+        await rx.request("GET", "/_reset")
+        action = {"type": "webhook", "url": f"http://{HOST}:{receiver_port}/hook"}
+        failed = await _create(port, action, due, runs, batch)
+        deadline = due.timestamp() + wait
+        while time.time() < deadline:
+            if (await _get_json(rx, "/_count"))["keys"] >= runs - failed:
+                break
+            await asyncio.sleep(POLL_SECONDS)
+        records = (await _get_json(rx, "/_records"))["records"]
+    finally:
+        await rx.close()
+    first: dict[str, float] = {}
+    for at, key, _path in records:
+        first.setdefault(key, at)
+    return Lateness([at - due.timestamp() for at in first.values()], runs - len(first),
+                    len(records) - len(first)), failed
+
+
+async def _message_burst(port: int, runs: int, due: datetime, wait: float,
+                         batch: bool) -> tuple[Lateness, int]:
+    conn = Connection(HOST, port)
+    try:
+        before = await _finished_total(conn)
+        created_from = datetime.now(UTC) - timedelta(seconds=1)
+        failed = await _create(port, {"type": "message", "text": "burst"}, due, runs, batch)
+        deadline = due.timestamp() + wait
+        while time.time() < deadline:
+            if await _finished_total(conn) - before >= runs - failed:
+                break
+            await asyncio.sleep(POLL_SECONDS)
+        late, again, done = [], 0, 0
+        token: str | None = None
+        start = quote(created_from.isoformat())
+        while True:
+            path = f"/v1/jobs?page_size=100&start_time={start}"
+            page = await _get_json(conn, path + (f"&page_token={token}" if token else ""))
+            for job in page["jobs"]:
+                run = job.get("last_run") or {}
+                if run.get("status") == "SUCCEEDED" and run.get("finished_at"):
+                    done += 1
+                    late.append((_parse(run["finished_at"]) - due).total_seconds())
+                    again += run["attempt"] > 1
+            token = page.get("next_page_token")
+            if not token:
+                break
+    finally:
+        await conn.close()
+    return Lateness(late, runs - done, again), failed
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def due_second(lead: float) -> datetime:
+    """A whole second at least ``lead`` seconds ahead (schedules fall on whole seconds)."""
+    return datetime.fromtimestamp(math.ceil(time.time() + lead), UTC)
+
+
+async def onthedot_burst(configs: list[str], actions: list[str], runs: int, reps: int,
+                         leads: dict[str, float], wait: float, folder: Path,
+                         logs: Path) -> list[Row]:
+    rows: list[Row] = []
+    receiver, receiver_port = tiny_server("receiver", logs)
+    try:
+        for name in configs:
+            backend = make_backend(name, folder)
+            system = f"onthedot {backend.label}"
+            cases = {a: f"{runs:,} {a} runs" for a in actions}
+            try:
+                async with onthedot_serve(backend, logs) as (_child, port):
+                    batch = await batch_supported(port) is None
+                    for action in actions:
+                        out, failed = [], 0
+                        for _ in range(reps):
+                            due = due_second(leads.get(name, 10.0))
+                            if action == "webhook":
+                                late, bad = await _webhook_burst(port, receiver_port, runs, due,
+                                                                 wait, batch)
+                            else:
+                                late, bad = await _message_burst(port, runs, due, wait, batch)
+                            out.append(late)
+                            failed += bad
+                        note = "created by " + ("batch" if batch else f"{CREATE_CALLERS} callers")
+                        if failed:
+                            note += f"; {failed} creates failed"
+                        rows += lateness_rows(system, cases[action], out, note=note)
+            except Unavailable as exc:
+                for action in actions:
+                    rows += lateness_rows(system, cases[action], [],
+                                          note=f"server did not start: {exc}")
+            finally:
+                await backend.cleanup()
+    finally:
+        receiver.stop()
+    return rows

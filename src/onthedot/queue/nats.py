@@ -89,6 +89,8 @@ HEADER_DELIVERIES = "Onthedot-Delivery-Count"
 DEFAULT_MAX_ACK_PENDING = 100_000  # in flight + nak-delayed, all workers (server default 1,000)
 CONNECT_TIMEOUT_SECONDS = 2
 RECONNECT_WAIT_SECONDS = 0.5  # between reconnect attempts; we retry forever
+STREAM_RETRY_SECONDS = 1.0  # between two tries to create a stream whose cluster is busy
+STREAM_PLACEMENT_SECONDS = 60.0  # how long a starting process waits for a busy cluster to answer
 OPEN_TIMEOUT_SECONDS = 10.0  # open() gives up when no server answered in this time
 DRAIN_TIMEOUT_SECONDS = 5
 REQUEST_TIMEOUT_SECONDS = 5.0  # JetStream API calls, publish acks, ack replies
@@ -274,14 +276,34 @@ class NatsQueue:
             await js.add_consumer(self.runs_stream, config)
 
     async def _ensure_stream(self, config: StreamConfig) -> None:
+        """Create or update the stream. A replicated stream cannot be placed while its cluster
+        elects a leader or a peer is slow, and the server then does not answer in time: ask
+        again for up to ``STREAM_PLACEMENT_SECONDS`` rather than fail the process on its first
+        try."""
         js = self._need_js()
-        with _driver_errors(f"stream {config.name} create"):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(self.open_timeout, STREAM_PLACEMENT_SECONDS)
+        while True:
             try:
-                await js.add_stream(config)
-            except nats.js.errors.BadRequestError as exc:
-                if exc.err_code != 10058:  # "stream name already in use with a different config"
+                with _driver_errors(f"stream {config.name} create"):
+                    await self._add_or_update_stream(js, config)
+                return
+            except BackendError as exc:
+                transient = isinstance(exc.__cause__, (nats.errors.TimeoutError, TimeoutError,
+                                                       nats.js.errors.ServiceUnavailableError))
+                if not transient or loop.time() + STREAM_RETRY_SECONDS > deadline:
                     raise
-                await js.update_stream(config)
+                log.warning("%s; asking again", exc.message)
+                await asyncio.sleep(STREAM_RETRY_SECONDS)
+
+    @staticmethod
+    async def _add_or_update_stream(js: JetStreamContext, config: StreamConfig) -> None:
+        try:
+            await js.add_stream(config)
+        except nats.js.errors.BadRequestError as exc:
+            if exc.err_code != 10058:  # "stream name already in use with a different config"
+                raise
+            await js.update_stream(config)
 
     async def close(self) -> None:
         nc, self._nc, self._js = self._nc, None, None

@@ -21,7 +21,7 @@ from onthedot.delivery import validate_notify
 from onthedot.domain.clock import Clock
 from onthedot.domain.delivery import Delivery, InboxCursor, InboxItem
 from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
-from onthedot.domain.ids import new_ulid
+from onthedot.domain.ids import MAX_FLEXIBLE_WINDOW_SECONDS, new_ulid
 from onthedot.domain.jsonvalue import TEXT_EXPECTED, first_problem, is_storable_text
 from onthedot.domain.models import (
     MAX_ACTION_BYTES,
@@ -39,7 +39,13 @@ from onthedot.domain.models import (
 )
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
-from onthedot.schedule import Schedule, compile_schedule_async, job_next_after, job_schedule
+from onthedot.schedule import (
+    Schedule,
+    compile_schedule_async,
+    job_next_after,
+    job_schedule,
+    with_flexible_window,
+)
 from onthedot.schedule.local import load_timezone
 from onthedot.store.base import InboxQuery, JobCreated, JobInsert, JobListQuery, JobSave, Store
 from onthedot.store.group_commit import GroupCommit
@@ -171,9 +177,10 @@ class JobService:
                        now: datetime) -> JobInsert:
         """Validate, compute the first occurrence and build the job and its first run."""
         spec = self._validated(spec)
-        schedule = await self._compile(spec.params, anchor=now, now=now)
-        first_at = self._first_occurrence(spec.params, schedule, now)
         job_id = new_ulid(now)
+        schedule = with_flexible_window(await self._compile(spec.params, anchor=now, now=now),
+                                        job_id, spec.params.flexible_window_seconds)
+        first_at = self._first_occurrence(spec.params, schedule, now)
         job = Job(
             job_id=job_id, user_id=user_id, name=spec.name or _default_name(spec),
             action=spec.action, params=spec.params, status=JobStatus.SCHEDULED,
@@ -245,7 +252,9 @@ class JobService:
                 return JobSave(job=updated)
             # A new schedule replaces the pending run (a finished one-time job comes back to
             # life); a paused job keeps it for its resume.
-            schedule = await self._compile(spec.params, anchor=job.created_at, now=now)
+            schedule = with_flexible_window(
+                await self._compile(spec.params, anchor=job.created_at, now=now),
+                job.job_id, spec.params.flexible_window_seconds)
             if job.status is JobStatus.PAUSED:
                 return JobSave(job=updated)
             first_at = self._first_occurrence(spec.params, schedule, now)
@@ -575,6 +584,23 @@ def _check_params(params: JobParams) -> None:
             raise ValidationError(f"{article} {params.type} job has no {name}",
                                   code="conflicting_field", field=f"job_params.{name}",
                                   expected=expected)
+    _check_flexible_window(params)
+
+
+def _check_flexible_window(params: JobParams) -> None:
+    window = params.flexible_window_seconds
+    field_name = "job_params.flexible_window_seconds"
+    # bool is an int in Python; MCP and chat hand over whatever JSON they were given.
+    if (isinstance(window, bool) or not isinstance(window, int)
+            or not 0 <= window <= MAX_FLEXIBLE_WINDOW_SECONDS):
+        raise ValidationError("flexible_window_seconds out of range", field=field_name,
+                              expected=f"an integer from 0 to {MAX_FLEXIBLE_WINDOW_SECONDS} "
+                                       "(0: fire exactly on time)")
+    if window and params.type == "immediate":
+        # An immediate job runs now; a window would only make "now" later.
+        raise ValidationError("an immediate job has no flexible window",
+                              code="conflicting_field", field=field_name,
+                              expected="no flexible_window_seconds (or 0) for an immediate job")
 
 
 def _default_name(spec: JobSpec) -> str:

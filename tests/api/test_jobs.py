@@ -34,7 +34,7 @@ async def test_create_returns_the_job(client: httpx.AsyncClient, clock: FakeCloc
     assert response.headers["location"] == f"/v1/jobs/{job['job_id']}"
     assert job["status"] == "scheduled"
     assert job["job_params"] == {"type": "recurring", "schedule": "0 8 * * *", "time": None,
-                                 "timezone": "Asia/Taipei"}
+                                 "timezone": "Asia/Taipei", "flexible_window_seconds": 0}
     assert job["next_run_at"] == "2026-06-23T00:00:00Z"  # 08:00 in Taipei is 00:00 UTC
     assert job["retry_policy"]["max_attempts"] == 3
     assert job["misfire_policy"] == "run_late"

@@ -22,7 +22,7 @@ async def test_recurring_sentence_in_chinese(client: httpx.AsyncClient) -> None:
     assert r.json() == {
         "language": "zh-Hant",
         "job_params": {"type": "recurring", "time": None, "schedule": "0 8 * * *",
-                       "timezone": "Asia/Taipei"},
+                       "timezone": "Asia/Taipei", "flexible_window_seconds": 0},
         "schedule_words": {"en": "every day at 08:00", "zh-Hant": "每天 08:00",
                            "zh-Hans": "每天 08:00"},
         "task": "總結財經新聞",

@@ -372,6 +372,19 @@ async def test_a_time_of_day_keeps_a_recurring_tasks_days(chat: Chat) -> None:
     assert (await job(chat, ids["standup"]))["job_params"]["schedule"] == "0 7 * * 1-5"
 
 
+async def test_a_new_time_keeps_the_tasks_flexible_window(chat: Chat) -> None:
+    response = await chat.http.post("/v1/jobs", json={
+        "name": "standup", "action": {"type": "message", "text": "standup reminder"},
+        "job_params": {"type": "recurring", "schedule": "0 9 * * 1-5", "timezone": TZ,
+                       "flexible_window_seconds": 300}})
+    job_id = response.json()["job_id"]
+    asked = ok(await chat.say("move the standup reminder to 7am"))
+    ok(await chat.http.post("/v1/chat", json={"confirm": asked["confirmation_token"]}))
+    moved = await job(chat, job_id)
+    assert moved["job_params"]["schedule"] == "0 7 * * 1-5"
+    assert moved["job_params"]["flexible_window_seconds"] == 300
+
+
 async def test_a_day_makes_a_recurring_task_one_time_and_says_so(chat: Chat) -> None:
     ids = await seed(chat)
     asked = ok(await chat.say("move the call reminder to tomorrow at 5pm"))

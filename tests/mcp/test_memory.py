@@ -25,7 +25,7 @@ async def test_create_from_chinese_sentence(rt: Runtime) -> None:
     task = body["task"]
     assert body["created"] is True
     assert task["job_params"] == {"type": "recurring", "time": None, "schedule": "0 8 * * *",
-                                  "timezone": TZ}
+                                  "timezone": TZ, "flexible_window_seconds": 0}
     # No model configured: a news request becomes a digest (tests/mcp/test_choice.py).
     assert task["action"] == {"type": "news_digest", "topic": "finance", "language": "zh-Hant"}
     assert task["name"] == "總結財經新聞"

@@ -53,10 +53,16 @@ class JobParamsIn(_Request):
     timezone: str | None = Field(
         default=None, description="IANA timezone; default: the server's default_timezone",
         examples=["Asia/Taipei"])
+    flexible_window_seconds: int | None = Field(
+        default=None, description="one-time and recurring: fire each run up to this many "
+        "seconds late, at the job's own fixed offset (from a hash of its job id) inside the "
+        "window, so many jobs due at one instant spread out; 0-3600, 0 or absent = exactly "
+        "on time. Refused for immediate jobs.", examples=[600])
 
     def to_domain(self, default_timezone: str) -> JobParams:
         return JobParams(type=self.type, time=self.time, schedule=self.schedule,
-                         timezone=self.timezone or default_timezone)
+                         timezone=self.timezone or default_timezone,
+                         flexible_window_seconds=self.flexible_window_seconds or 0)
 
 
 class RetryPolicyIn(_Request):
@@ -196,6 +202,9 @@ class JobParamsOut(BaseModel):
     time: str | None
     schedule: str | None
     timezone: str
+    flexible_window_seconds: int = Field(
+        description="0: runs fire exactly on time; else each run's scheduled_at is its "
+        "occurrence plus the job's fixed offset in [0, window)")
 
 
 def schedule_words(schedule: str | None) -> dict[str, str] | None:
@@ -281,7 +290,8 @@ class JobOut(BaseModel):
             job_id=job.job_id, name=job.name, status=cast(UserJobStatus, view.status),
             action=job.action,
             job_params=JobParamsOut(type=params.type, time=params.time,
-                                    schedule=params.schedule, timezone=params.timezone),
+                                    schedule=params.schedule, timezone=params.timezone,
+                                    flexible_window_seconds=params.flexible_window_seconds),
             schedule_words=schedule_words(params.schedule),
             retry_policy=RetryPolicyOut(max_attempts=policy.max_attempts,
                                         backoff_seconds=policy.backoff_seconds,

@@ -76,7 +76,8 @@ async def parse(body: ParseRequest, rt: RuntimeDep, _user: UserDep) -> ParseResp
     return ParseResponse(
         language=result.language,
         job_params=JobParamsOut(type=params.type, time=params.time, schedule=params.schedule,
-                                timezone=params.timezone),
+                                timezone=params.timezone,
+                                flexible_window_seconds=params.flexible_window_seconds),
         schedule_words=schedule_words(params.schedule),
         task=result.task, matched=result.matched, action=action,
         next_runs=await _next_runs(params, now, rt.settings.min_interval))

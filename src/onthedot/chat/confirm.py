@@ -117,7 +117,8 @@ def _confirmation(claims: dict[str, Any]) -> Confirmation:
         language=cast(Language, claims["l"]), fingerprint=str(claims["f"]),
         params=None if params is None else JobParams(
             type=params["type"], time=params.get("time"), schedule=params.get("schedule"),
-            timezone=params["timezone"]))
+            timezone=params["timezone"],
+            flexible_window_seconds=int(params.get("flexible_window_seconds", 0))))
 
 
 def job_fingerprint(job: Job) -> str:

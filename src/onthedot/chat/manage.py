@@ -224,6 +224,9 @@ class Manager:
         params = parsed.job_params
         if not names_a_day(intent.when):
             params = at_time_of_day(view.job.params, params) or params
+        if params.type != "immediate":  # a new time keeps the task's flexible window
+            params = replace(params,
+                             flexible_window_seconds=view.job.params.flexible_window_seconds)
         old, new = when_words(view.job.params, lang), when_words(params, lang)
         if dry_run:
             return Managed(say("would_ask_change", lang, name=name, old=old, new=new)

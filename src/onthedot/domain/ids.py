@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import zlib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 DEFAULT_SHARDS = 32
@@ -66,6 +67,23 @@ def scheduled_at_of(run_id: str) -> datetime:
 def shard_of(job_id: str, shards: int = DEFAULT_SHARDS) -> int:
     """Stable across processes and Python versions (``hash()`` is salted per process)."""
     return zlib.crc32(job_id.encode()) % shards
+
+
+MAX_FLEXIBLE_WINDOW_SECONDS = 3600  # one hour, as EventBridge Scheduler's longest window
+_OFFSET_STEP_MS = 1  # offsets are whole milliseconds: run ids stay short and readable
+
+
+def flexible_offset(job_id: str, window_seconds: int) -> timedelta:
+    """Where inside its flexible window a job fires: a fixed offset in [0, window), from a
+    hash of the job id alone. Fixed per job (not per occurrence) so a job keeps its period,
+    its runs never reorder when the window is longer than the period, and the nominal
+    occurrence is always the run's time minus this offset. SHA-256 rather than the shard's
+    CRC-32: the offset must not correlate with the shard, and it spreads evenly."""
+    if window_seconds <= 0:
+        return timedelta(0)
+    digest = int.from_bytes(hashlib.sha256(job_id.encode()).digest()[:8], "big")
+    return timedelta(milliseconds=digest % (window_seconds * 1000 // _OFFSET_STEP_MS)
+                     * _OFFSET_STEP_MS)
 
 
 def time_bucket_of(scheduled_at: datetime) -> int:

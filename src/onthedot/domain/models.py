@@ -68,12 +68,15 @@ RunKind = Literal["scheduled", "manual"]
 @dataclass(frozen=True)
 class JobParams:
     """When a job fires. ``time`` is for one-time jobs, ``schedule`` (cron, RRULE or VEVENT)
-    for recurring ones; ``timezone`` is the IANA zone the schedule is read in."""
+    for recurring ones; ``timezone`` is the IANA zone the schedule is read in.
+    ``flexible_window_seconds`` (0 = exact) moves every occurrence later by the job's own fixed
+    offset inside the window (ids.flexible_offset), so many jobs due at one instant spread out."""
 
     type: JobType
     time: str | None = None
     schedule: str | None = None
     timezone: str = "UTC"
+    flexible_window_seconds: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"type": self.type, "timezone": self.timezone}
@@ -81,6 +84,8 @@ class JobParams:
             d["time"] = self.time
         if self.schedule is not None:
             d["schedule"] = self.schedule
+        if self.flexible_window_seconds:  # absent when exact: older request hashes still match
+            d["flexible_window_seconds"] = self.flexible_window_seconds
         return d
 
 

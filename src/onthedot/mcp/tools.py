@@ -38,6 +38,7 @@ from onthedot import nl
 from onthedot.actions.choice import KINDS, Choice, Kind, action_of_kind, choose_action
 from onthedot.api.models import InboxItemOut, JobOut, RunOut
 from onthedot.domain.errors import OnTheDotError, ParseError, ValidationError
+from onthedot.domain.ids import MAX_FLEXIBLE_WINDOW_SECONDS
 from onthedot.domain.models import JobParams, default_notify
 from onthedot.mcp import results
 from onthedot.mcp.registry import Caller, ToolDef, ToolError, ToolRegistry
@@ -143,6 +144,13 @@ def _option_properties(*, on_update: bool) -> dict[str, Any]:
                              "when it fires.", maxLength=2000),
         "misfire_policy": _text("If a run is late (server down): run_late runs it anyway, skip "
                                 f"drops it. {policy}", enum=["run_late", "skip"]),
+        "flexible_window_seconds": {
+            "type": "integer", "minimum": 0, "maximum": MAX_FLEXIBLE_WINDOW_SECONDS,
+            "description": "Let each run start up to this many seconds late (0-3600), at the "
+                           "task's own fixed point in the window, so many tasks due at the "
+                           "same minute spread out. Only when the user accepts a flexible "
+                           "time; not for a task run now. "
+                           + ("Omitted: unchanged." if on_update else "Default: 0 (on time).")},
         **NOTIFY_PROPERTIES,
     }
 
@@ -195,6 +203,22 @@ def _plan_time(args: Mapping[str, Any], timezone: str, now: datetime) -> TimePla
     at = (now + offset).astimezone(load_timezone(timezone, field="timezone"))
     return TimePlan(arg, JobParams("one-time", time=at.isoformat(timespec="seconds"),
                                    timezone=timezone))
+
+
+def _new_params(current: JobParams, plan: TimePlan | None, timezone: str,
+                args: Mapping[str, Any]) -> JobParams | None:
+    """update_task's job_params, or None for unchanged. A new time keeps the task's flexible
+    window (it belongs to the task, not to the time), except that a task made to run now has
+    none; REST's PATCH, which replaces job_params as a whole, is the place to drop it."""
+    window = args.get("flexible_window_seconds")
+    if plan is not None:
+        kept = 0 if plan.params.type == "immediate" else current.flexible_window_seconds
+        return replace(plan.params, flexible_window_seconds=kept if window is None else window)
+    if "timezone" not in args and window is None:
+        return None
+    return replace(current, timezone=timezone,
+                   flexible_window_seconds=(current.flexible_window_seconds if window is None
+                                            else window))
 
 
 def _zone_name(value: str) -> str:
@@ -371,7 +395,7 @@ def _fields(time_arg: str | None, kind_given: bool = False) -> dict[str, str]:
     if time_arg is not None:
         fields |= {"job_params.schedule": time_arg, "job_params.time": time_arg,
                    "job_params.type": time_arg}
-    return fields
+    return fields | {"job_params.flexible_window_seconds": "flexible_window_seconds"}
 
 
 def _remapped(exc: OnTheDotError, fields: Mapping[str, str]) -> None:
@@ -431,8 +455,9 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     name = args.get("title")
     if choice is not None and choice.kind == "news_digest" and not name:
         name = text  # a digest has no text of its own to name the job after
+    params = replace(plan.params, flexible_window_seconds=args.get("flexible_window_seconds", 0))
     spec = JobSpec(action=_webhook_action(text, args["webhook_url"]) if choice is None
-                   else choice.action, params=plan.params, name=name,
+                   else choice.action, params=params, name=name,
                    misfire_policy=args.get("misfire_policy", "run_late"),
                    notify=default_notify() if notify is None else notify)
     understood = None if plan.parsed is None else replace(plan.parsed, task=text or "")
@@ -481,8 +506,7 @@ async def update_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     timezone = _timezone(args, job.params.timezone, now)
     plan = _plan_time(args, timezone, now)
     _check_type_change(job.params, plan, job.name, args)
-    params = plan.params if plan else (
-        replace(job.params, timezone=timezone) if "timezone" in args else None)
+    params = _new_params(job.params, plan, timezone, args)
     patch = JobPatch(name=args.get("title"), params=params,
                      action=_changed_action(job.action, job.name, args, caller, timezone),
                      misfire_policy=args.get("misfire_policy"),
@@ -491,7 +515,7 @@ async def update_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         raise ToolError("update_task got nothing to change", code="missing_argument",
                         field="arguments", expected="at least one of: title, task, kind "
                         "(other than auto), webhook_url, when, schedule, time, in, timezone, "
-                        "misfire_policy, " + ", ".join(NOTIFY_ARGS))
+                        "misfire_policy, flexible_window_seconds, " + ", ".join(NOTIFY_ARGS))
     if caller.dry_run:
         changes = {"name": patch.name, "action": patch.action, "misfire_policy":
                    patch.misfire_policy, "job_params": params.to_dict() if params else None,

@@ -52,7 +52,7 @@ Errors are :class:`onthedot.domain.errors.ScheduleError` with codes ``missing_fi
 (unknown job type).
 """
 
-from onthedot.schedule.base import Schedule
+from onthedot.schedule.base import Schedule, with_flexible_window
 from onthedot.schedule.compiler import (
     compile_schedule,
     compile_schedule_async,
@@ -70,4 +70,5 @@ __all__ = [
     "job_schedule",
     "resolve_local",
     "run_bounded",
+    "with_flexible_window",
 ]

@@ -9,6 +9,7 @@ from itertools import islice
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
+from onthedot.domain.ids import flexible_offset
 from onthedot.schedule.local import require_aware, resolve_local, wall_time
 
 _ONE_MICROSECOND = timedelta(microseconds=1)
@@ -52,6 +53,45 @@ class NoOccurrences:
 
     def __repr__(self) -> str:
         return "NoOccurrences()"
+
+
+class ShiftedSchedule:
+    """Another schedule with every occurrence moved later by a fixed offset: a job's flexible
+    window (``JobParams.flexible_window_seconds``, offset from ``ids.flexible_offset``). The
+    instants it answers are the job's effective times, the ones its runs are stored and
+    dispatched at; ``after`` is read on the same effective scale."""
+
+    def __init__(self, inner: Schedule, offset: timedelta) -> None:
+        self.inner = inner
+        self.offset = offset
+
+    def _nominal(self, t: datetime) -> datetime:
+        # Nothing occurs before _EARLIEST, so a time that close to it needs no shift (and
+        # shifting datetime.min would overflow).
+        return t - self.offset if t - _EARLIEST > self.offset else t
+
+    def _effective(self, t: datetime | None) -> datetime | None:
+        return None if t is None else t + self.offset
+
+    def next_after(self, after: datetime) -> datetime | None:
+        return self._effective(self.inner.next_after(self._nominal(require_aware(after, "after"))))
+
+    def next_at_or_after(self, t: datetime) -> datetime | None:
+        return self._effective(self.inner.next_at_or_after(self._nominal(require_aware(t, "t"))))
+
+    def upcoming(self, after: datetime, count: int) -> list[datetime]:
+        nominal = self.inner.upcoming(self._nominal(require_aware(after, "after")), count)
+        return [t + self.offset for t in nominal]
+
+    def __repr__(self) -> str:
+        return f"ShiftedSchedule({self.inner!r}, {self.offset})"
+
+
+def with_flexible_window(schedule: Schedule, job_id: str, window_seconds: int) -> Schedule:
+    """The schedule a job's runs follow: its own, shifted by its offset in the window."""
+    if window_seconds <= 0:
+        return schedule
+    return ShiftedSchedule(schedule, flexible_offset(job_id, window_seconds))
 
 
 class WallClockSchedule(ABC):

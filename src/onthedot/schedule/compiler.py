@@ -17,7 +17,12 @@ from dateutil.rrule import DAILY
 
 from onthedot.domain.errors import ScheduleError
 from onthedot.domain.models import Job, JobParams
-from onthedot.schedule.base import NoOccurrences, Schedule, WallClockSchedule
+from onthedot.schedule.base import (
+    NoOccurrences,
+    Schedule,
+    WallClockSchedule,
+    with_flexible_window,
+)
 from onthedot.schedule.cron import CRON_EXPECTED, CronSchedule, looks_like_cron
 from onthedot.schedule.expand import HORIZON_YEARS
 from onthedot.schedule.ical import looks_like_calendar
@@ -278,8 +283,9 @@ def job_schedule(job: Job) -> Schedule:
     """The schedule of a stored job. Its limits (minimum interval, a future occurrence) were
     checked when it was created or changed; they are not checked again for every occurrence,
     and no deadline applies: an accepted schedule keeps firing. Each lookup is bounded by the
-    search horizon."""
-    return _compile(job.params, require_aware(job.created_at, "created_at"), 0.0)
+    search horizon. Its instants are effective times: shifted by the job's flexible window."""
+    schedule = _compile(job.params, require_aware(job.created_at, "created_at"), 0.0)
+    return with_flexible_window(schedule, job.job_id, job.params.flexible_window_seconds)
 
 
 async def job_next_after(job: Job, after: datetime) -> datetime | None:

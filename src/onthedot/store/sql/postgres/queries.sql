@@ -11,12 +11,13 @@
 WITH new_job AS (
     INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone,
                       status, retry_policy, misfire_policy, timeout_seconds, idempotency_key,
-                      request_hash, next_run_at, last_run_id, created_at, updated_at, notify)
+                      request_hash, next_run_at, last_run_id, created_at, updated_at, notify,
+                      flexible_window_seconds)
     VALUES (%(job_id)s, %(user_id)s, %(name)s, %(action)s::jsonb, %(job_type)s, %(schedule)s,
             %(run_time)s, %(timezone)s, %(status)s, %(retry_policy)s::jsonb,
             %(misfire_policy)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
             %(next_run_at)s, %(last_run_id)s, %(created_at)s, %(updated_at)s,
-            %(notify_channels)s::jsonb)
+            %(notify_channels)s::jsonb, %(flexible_window_seconds)s)
     ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING job_id
 ), new_run AS (
@@ -53,17 +54,18 @@ WITH input AS (
         run_time text, timezone text, status text, retry_policy text, misfire_policy text,
         timeout_seconds double precision, idempotency_key text, request_hash text,
         next_run_at timestamptz, last_run_id text, created_at timestamptz,
-        updated_at timestamptz, notify_channels text,
+        updated_at timestamptz, notify_channels text, flexible_window_seconds integer,
         r_run_id text, r_time_bucket bigint, r_shard integer, r_scheduled_at timestamptz,
         r_kind text, r_status text, r_attempt integer, r_behind boolean, r_notify boolean)
 ), new_jobs AS (
     INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone,
                       status, retry_policy, misfire_policy, timeout_seconds, idempotency_key,
-                      request_hash, next_run_at, last_run_id, created_at, updated_at, notify)
+                      request_hash, next_run_at, last_run_id, created_at, updated_at, notify,
+                      flexible_window_seconds)
     SELECT job_id, user_id, name, action::jsonb, job_type, schedule, run_time, timezone,
            status, retry_policy::jsonb, misfire_policy, timeout_seconds, idempotency_key,
            request_hash, next_run_at, last_run_id, created_at, updated_at,
-           notify_channels::jsonb
+           notify_channels::jsonb, flexible_window_seconds
     FROM input
     ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING job_id
@@ -130,7 +132,8 @@ SET name = %(name)s, action = %(action)s::jsonb, job_type = %(job_type)s,
     status = %(status)s, retry_policy = %(retry_policy)s::jsonb,
     misfire_policy = %(misfire_policy)s, timeout_seconds = %(timeout_seconds)s,
     next_run_at = %(next_run_at)s, last_run_id = %(last_run_id)s, updated_at = %(updated_at)s,
-    notify = %(notify_channels)s::jsonb, version = version + 1
+    notify = %(notify_channels)s::jsonb,
+    flexible_window_seconds = %(flexible_window_seconds)s, version = version + 1
 WHERE job_id = %(job_id)s AND user_id = %(user_id)s AND version = %(version)s
 RETURNING version
 

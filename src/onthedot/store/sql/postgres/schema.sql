@@ -27,7 +27,10 @@ CREATE TABLE jobs (
     CONSTRAINT jobs_recurring_has_schedule CHECK (job_type <> 'recurring' OR schedule IS NOT NULL),
     CONSTRAINT jobs_one_time_has_time CHECK (job_type <> 'one-time' OR run_time IS NOT NULL),
     version         bigint NOT NULL DEFAULT 0,      -- compare-and-set on every change (0002)
-    notify          jsonb NOT NULL DEFAULT '[{"channel": "inbox"}]'::jsonb  -- channels (0004)
+    notify          jsonb NOT NULL DEFAULT '[{"channel": "inbox"}]'::jsonb, -- channels (0004)
+    flexible_window_seconds integer NOT NULL DEFAULT 0      -- 0 = exact (0005)
+                    CONSTRAINT jobs_flexible_window_range
+                    CHECK (flexible_window_seconds BETWEEN 0 AND 3600)
 );
 CREATE INDEX jobs_by_user ON jobs (user_id, job_id);
 CREATE UNIQUE INDEX jobs_idempotency ON jobs (user_id, idempotency_key)

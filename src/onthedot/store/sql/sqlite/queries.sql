@@ -3,10 +3,12 @@
 -- name: job_insert
 INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
                   retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
-                  next_run_at, last_run_id, created_at, updated_at, notify)
+                  next_run_at, last_run_id, created_at, updated_at, notify,
+                  flexible_window_seconds)
 VALUES (:job_id, :user_id, :name, :action, :job_type, :schedule, :run_time, :timezone, :status,
         :retry_policy, :misfire_policy, :timeout_seconds, :idempotency_key, :request_hash,
-        :next_run_at, :last_run_id, :created_at, :updated_at, :notify_channels)
+        :next_run_at, :last_run_id, :created_at, :updated_at, :notify_channels,
+        :flexible_window_seconds)
 ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
 -- name: job_by_idempotency_key
@@ -17,7 +19,8 @@ SELECT * FROM jobs WHERE user_id = :user_id AND idempotency_key = :idempotency_k
 -- (WHERE true: without it SQLite would read ON CONFLICT as part of the SELECT.)
 INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
                   retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
-                  next_run_at, last_run_id, created_at, updated_at, notify)
+                  next_run_at, last_run_id, created_at, updated_at, notify,
+                  flexible_window_seconds)
 SELECT json_extract(value, '$.job_id'), json_extract(value, '$.user_id'),
        json_extract(value, '$.name'), json_extract(value, '$.action'),
        json_extract(value, '$.job_type'), json_extract(value, '$.schedule'),
@@ -27,7 +30,8 @@ SELECT json_extract(value, '$.job_id'), json_extract(value, '$.user_id'),
        json_extract(value, '$.idempotency_key'), json_extract(value, '$.request_hash'),
        json_extract(value, '$.next_run_at'), json_extract(value, '$.last_run_id'),
        json_extract(value, '$.created_at'), json_extract(value, '$.updated_at'),
-       json_extract(value, '$.notify_channels')
+       json_extract(value, '$.notify_channels'),
+       json_extract(value, '$.flexible_window_seconds')
 FROM json_each(:jobs)
 WHERE true
 ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -62,7 +66,8 @@ SET name = :name, action = :action, job_type = :job_type, schedule = :schedule,
     run_time = :run_time, timezone = :timezone, status = :status, retry_policy = :retry_policy,
     misfire_policy = :misfire_policy, timeout_seconds = :timeout_seconds,
     next_run_at = :next_run_at, last_run_id = :last_run_id, updated_at = :updated_at,
-    notify = :notify_channels, version = version + 1
+    notify = :notify_channels, flexible_window_seconds = :flexible_window_seconds,
+    version = version + 1
 WHERE job_id = :job_id AND user_id = :user_id AND version = :version
 RETURNING version
 

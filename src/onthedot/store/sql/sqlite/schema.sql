@@ -26,6 +26,8 @@ CREATE TABLE jobs (
     updated_at      TEXT NOT NULL,
     version         INTEGER NOT NULL DEFAULT 0,     -- compare-and-set on every change
     notify          TEXT NOT NULL DEFAULT '[{"channel": "inbox"}]', -- JSON: channels (0004)
+    flexible_window_seconds INTEGER NOT NULL DEFAULT 0   -- 0 = exact (0005)
+                    CHECK (flexible_window_seconds BETWEEN 0 AND 3600),
     CHECK (job_type <> 'recurring' OR schedule IS NOT NULL),
     CHECK (job_type <> 'one-time' OR run_time IS NOT NULL)
 );

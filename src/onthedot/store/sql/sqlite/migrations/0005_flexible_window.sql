@@ -1,0 +1,4 @@
+-- onthedot schema for SQLite, version 5: a job's flexible window (docs/schedules.md, "Flexible
+-- window"). Jobs made before fire exactly on time.
+ALTER TABLE jobs ADD COLUMN flexible_window_seconds INTEGER NOT NULL DEFAULT 0
+    CHECK (flexible_window_seconds BETWEEN 0 AND 3600);

@@ -219,14 +219,26 @@ def main() -> None:
                         help="comma-separated: sqlite, postgres (its table queue), "
                              "postgres+nats")
     parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="write a cProfile of the onthedot runs (event-loop thread) to "
+                             "FILE and print its top entries by own time")
     args = parser.parse_args()
+    profiler = None
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for label, settings, cleanup in configs(args.configs.split(","), folder):
             try:
+                if profiler is not None:
+                    profiler.enable()
                 rows.append((label, asyncio.run(onthedot_run(args.runs, settings))))
             finally:
+                if profiler is not None:
+                    profiler.disable()
                 if cleanup:
                     schema, prefix = cleanup.split(":")
                     asyncio.run(_drop_postgres_and_nats(schema, prefix))
@@ -234,6 +246,11 @@ def main() -> None:
             peer = apscheduler_run(args.runs, folder)
             if peer is not None:
                 rows.append(("APScheduler 3 (SQLAlchemy/SQLite)", peer))
+    if profiler is not None:
+        import pstats
+
+        profiler.dump_stats(args.profile)
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
     print(f"{args.runs:,} runs due in the same second; one process per system, 2 cores")
     print(f"{'system':<36} | {'ingest jobs/s':>13} | {'lateness p50 s':>14} | "
           f"{'lateness p99 s':>14} | {'runs/s':>8}")

@@ -57,7 +57,7 @@ T = TypeVar("T")
 HEARTBEAT_FRACTION = 1 / 3  # of the visibility timeout
 STORE_BEAT_FRACTION = 1 / 4  # of the visibility timeout: longest wait for the store's renewal
 MAX_DOUBLINGS = 64  # 2**64 times any positive first delay is past MAX_BACKOFF_SECONDS
-RECEIVE_BATCH = 32
+RECEIVE_BATCH = 64  # messages asked for per receive; a burst fills hundreds of slots in a few
 TAKEOVER_MARGIN_SECONDS = 0.05  # a refused duplicate comes back this long after the lease ends
 RECORD_RETRY_SECONDS = 300.0  # how long a result is retried against a failing store
 RECORD_RETRY_FIRST_SECONDS = 0.1  # first pause between two tries; doubles up to the next
@@ -107,7 +107,11 @@ class Worker:
 
     async def http(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = guarded_client(EgressGuard.from_settings(self.settings))
+            # As many connections as runs in flight, kept alive: a burst of webhooks to one
+            # host would otherwise queue behind httpx's default pool of 100 (20 kept alive).
+            limits = httpx.Limits(max_connections=self.concurrency,
+                                  max_keepalive_connections=self.concurrency)
+            self._http = guarded_client(EgressGuard.from_settings(self.settings), limits=limits)
         return self._http
 
     async def aclose(self) -> None:

@@ -40,7 +40,8 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
-async def onthedot_run(n: int, settings: Settings) -> dict[str, float]:
+async def onthedot_run(n: int, settings: Settings,
+                       webhook_url: str | None = None) -> dict[str, float]:
     rt = await Runtime.open(settings)
     started = time.perf_counter()
     specs = []
@@ -48,7 +49,9 @@ async def onthedot_run(n: int, settings: Settings) -> dict[str, float]:
     due_at = (datetime.now(UTC) + timedelta(
         seconds=LEAD_SECONDS + n / INGEST_FLOOR_PER_S)).replace(microsecond=0)
     for i in range(n):
-        specs.append(JobSpec(action={"type": "message", "text": f"m{i}"},
+        action = ({"type": "message", "text": f"m{i}"} if webhook_url is None
+                  else {"type": "webhook", "url": webhook_url})
+        specs.append(JobSpec(action=action,
                              params=JobParams(type="one-time", time=due_at.isoformat())))
     sem = asyncio.Semaphore(64)
 
@@ -164,18 +167,18 @@ def configs(names: list[str], folder: Path) -> list[tuple[str, Settings, str | N
     for name in names:
         if name == "sqlite":
             out.append(("onthedot SQLite + table queue",
-                        load_settings(database_url=f"sqlite:///{folder}/bench.db", workers=64,
+                        load_settings(database_url=f"sqlite:///{folder}/bench.db",
                                       min_interval=0), None))
         elif name == "postgres":
             schema = f"bench_{tag}"
             out.append(("onthedot PostgreSQL + table queue",
-                        load_settings(database_url=PG_URL, database_schema=schema, workers=64,
+                        load_settings(database_url=PG_URL, database_schema=schema,
                                       min_interval=0, database_pool_size=20), f"{schema}:"))
         elif name in ("postgres+nats", "pg+nats"):
             schema, prefix = f"bench_{tag}", f"bench{tag}"
             out.append(("onthedot PostgreSQL + NATS",
                         load_settings(database_url=PG_URL, database_schema=schema,
-                                      queue_url=NATS_URL, queue_prefix=prefix, workers=64,
+                                      queue_url=NATS_URL, queue_prefix=prefix,
                                       min_interval=0, database_pool_size=20),
                         f"{schema}:{prefix}"))
         else:
@@ -219,21 +222,50 @@ def main() -> None:
                         help="comma-separated: sqlite, postgres (its table queue), "
                              "postgres+nats")
     parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument("--action", choices=["message", "webhook"], default="message",
+                        help="webhook: each run calls a loopback receiver in its own process")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="write a cProfile of the onthedot runs (event-loop thread) to "
+                             "FILE and print its top entries by own time")
     args = parser.parse_args()
+    profiler = None
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        receiver, url = None, None
+        if args.action == "webhook":
+            from bench.procs import tiny_server
+
+            receiver, port = tiny_server("receiver", folder)
+            url = f"http://127.0.0.1:{port}/hook"
         for label, settings, cleanup in configs(args.configs.split(","), folder):
+            if url is not None:
+                settings = settings.model_copy(update={"egress_allow": "127.0.0.1"})
             try:
-                rows.append((label, asyncio.run(onthedot_run(args.runs, settings))))
+                if profiler is not None:
+                    profiler.enable()
+                rows.append((label, asyncio.run(onthedot_run(args.runs, settings, url))))
             finally:
+                if profiler is not None:
+                    profiler.disable()
                 if cleanup:
                     schema, prefix = cleanup.split(":")
                     asyncio.run(_drop_postgres_and_nats(schema, prefix))
+        if receiver is not None:
+            receiver.stop()
         if not args.skip_peer:
             peer = apscheduler_run(args.runs, folder)
             if peer is not None:
                 rows.append(("APScheduler 3 (SQLAlchemy/SQLite)", peer))
+    if profiler is not None:
+        import pstats
+
+        profiler.dump_stats(args.profile)
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
     print(f"{args.runs:,} runs due in the same second; one process per system, 2 cores")
     print(f"{'system':<36} | {'ingest jobs/s':>13} | {'lateness p50 s':>14} | "
           f"{'lateness p99 s':>14} | {'runs/s':>8}")

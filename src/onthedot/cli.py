@@ -298,6 +298,7 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
             await runtime.start(roles)
         config = uvicorn.Config(create_app(runtime), lifespan="on", log_config=None,
                                 log_level=settings.log_level.lower(),
+                                access_log=settings.access_log,
                                 timeout_graceful_shutdown=max(1, int(settings.shutdown_grace)))
         server = uvicorn.Server(config)
         host, port = sock.getsockname()[:2]

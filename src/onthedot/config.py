@@ -37,8 +37,9 @@ class Settings(BaseSettings):
                                   "store's own database, SQLite or PostgreSQL")
     host: str = Field("127.0.0.1", description="API bind address")
     port: int = Field(8080, ge=0, le=65535, description="API port")
-    workers: int = Field(16, ge=1, le=10_000,
-                         description="runs one worker process executes concurrently")
+    workers: int = Field(256, ge=1, le=10_000,
+                         description="runs one worker process executes concurrently; most "
+                         "runs wait on I/O (a webhook, a model), so hundreds fit in one process")
     visibility_timeout: float = Field(30.0, gt=0, description="seconds a received run stays "
                                       "invisible to other workers; heartbeats every third of it")
     min_interval: float = Field(60.0, ge=0, description="smallest allowed gap, in seconds, "
@@ -79,6 +80,9 @@ class Settings(BaseSettings):
     smtp_from: str | None = Field(None, description="From address of delivered mail, e.g. "
                                   "onthedot@example.com (needed with smtp_url)")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+    access_log: bool = Field(False, description="one log line per HTTP request (uvicorn's "
+                             "access log); off by default: under load the line costs more "
+                             "than many requests")
 
     @field_validator("smtp_url")
     @classmethod

@@ -366,14 +366,15 @@ def guarded_transport(guard: EgressGuard, *, verify: ssl.SSLContext | bool = Tru
 
 
 def guarded_client(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True,
-                   follow_redirects: bool = True) -> httpx.AsyncClient:
+                   follow_redirects: bool = True,
+                   limits: httpx.Limits | None = None) -> httpx.AsyncClient:
     """The HTTP client for actions: every connection checked, redirects followed (each hop
     checked again; ``follow_redirects=False`` for an API that never redirects), no proxy taken
     from the environment (it would bypass the guard), uncompressed answers asked for so
     ``read_capped`` bounds what is held in memory, and no cookies kept: one client serves every
     user's runs, and a cookie one user's server sets must not travel with another user's
-    request."""
-    return httpx.AsyncClient(transport=guarded_transport(guard, verify=verify),
+    request. ``limits``: the connection pool (the worker sizes it to its concurrency)."""
+    return httpx.AsyncClient(transport=guarded_transport(guard, verify=verify, limits=limits),
                              follow_redirects=follow_redirects, max_redirects=MAX_REDIRECTS,
                              trust_env=False,
                              headers={"Accept-Encoding": "identity"},

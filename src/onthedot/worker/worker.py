@@ -57,7 +57,8 @@ T = TypeVar("T")
 HEARTBEAT_FRACTION = 1 / 3  # of the visibility timeout
 STORE_BEAT_FRACTION = 1 / 4  # of the visibility timeout: longest wait for the store's renewal
 MAX_DOUBLINGS = 64  # 2**64 times any positive first delay is past MAX_BACKOFF_SECONDS
-RECEIVE_BATCH = 32
+HTTP_POOL_CONNECTIONS = 32  # connections per HTTP client (see Worker.http)
+RECEIVE_BATCH = 64  # messages asked for per receive; a burst fills hundreds of slots in a few
 TAKEOVER_MARGIN_SECONDS = 0.05  # a refused duplicate comes back this long after the lease ends
 RECORD_RETRY_SECONDS = 300.0  # how long a result is retried against a failing store
 RECORD_RETRY_FIRST_SECONDS = 0.1  # first pause between two tries; doubles up to the next
@@ -97,6 +98,8 @@ class Worker:
         self.metrics = metrics
         self.concurrency = concurrency or settings.workers
         self._http = http
+        self._clients: list[httpx.AsyncClient] = []
+        self._next_client = 0
         self._inflight: set[asyncio.Task[None]] = set()
         self.deliverer = deliverer or Deliverer(store, clock, settings, self.http,
                                                 metrics=metrics)
@@ -106,14 +109,28 @@ class Worker:
         return self.settings.visibility_timeout
 
     async def http(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = guarded_client(EgressGuard.from_settings(self.settings))
-        return self._http
+        """The client for the next run's calls. Given one, always that one; otherwise one of
+        several small clients in turn, together holding a connection per run in flight:
+        httpcore walks its whole pool (a syscall per idle connection) on every request, so
+        one pool of hundreds costs more CPU than the calls themselves (docs/performance.md)."""
+        if self._http is not None:
+            return self._http
+        if not self._clients:
+            guard = EgressGuard.from_settings(self.settings)
+            size = min(self.concurrency, HTTP_POOL_CONNECTIONS)
+            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+            self._clients = [guarded_client(guard, limits=limits)
+                             for _ in range(math.ceil(self.concurrency / size))]
+        self._next_client = (self._next_client + 1) % len(self._clients)
+        return self._clients[self._next_client]
 
     async def aclose(self) -> None:
+        clients, self._clients = self._clients, []
         if self._http is not None:
-            await self._http.aclose()
+            clients.append(self._http)
             self._http = None
+        for client in clients:
+            await client.aclose()
 
     @property
     def inflight(self) -> int:

@@ -13,7 +13,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,10 +34,30 @@ ROLES = ("watcher", "worker", "recurring", "rescuer")
 SHARDS_SETTING = "shards"
 
 
+# The packages each optional extra brings (pyproject.toml), by top-level module name.
+EXTRA_MODULES = {"postgres": ("psycopg", "psycopg_pool"), "nats": ("nats",)}
+
+
+@contextlib.contextmanager
+def needs_extra(extra: str, field: str) -> Iterator[None]:
+    """Turn the import of a backend whose extra is not installed into a ConfigError that says
+    what to install, instead of a ModuleNotFoundError from deep inside the backend."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        package = (exc.name or "").split(".")[0]
+        if package not in EXTRA_MODULES[extra]:
+            raise
+        raise ConfigError(f"{field} needs the optional package {package}, which is not "
+                          f"installed: pip install 'onthedot[{extra}]'", field=field,
+                          expected=f"the {extra} extra installed, or another {field}") from exc
+
+
 def build_store(settings: Settings, clock: Clock | None = None) -> Store:
     url = settings.database_url
     if _is_postgres(url):
-        from onthedot.store.postgres import PostgresStore
+        with needs_extra("postgres", "database_url"):
+            from onthedot.store.postgres import PostgresStore
 
         return PostgresStore(url, schema=settings.database_schema,
                              partition_ahead_days=settings.partition_ahead_days,
@@ -59,7 +79,8 @@ def build_queue(settings: Settings, clock: Clock) -> Queue:
     url = settings.queue_url
     if url is None or url.startswith("table"):
         if _is_postgres(settings.database_url):
-            from onthedot.queue.postgres import PostgresQueue
+            with needs_extra("postgres", "database_url"):
+                from onthedot.queue.postgres import PostgresQueue
 
             return PostgresQueue(settings.database_url, schema=settings.database_schema,
                                  pool_max=settings.database_pool_size, clock=clock)
@@ -67,7 +88,8 @@ def build_queue(settings: Settings, clock: Clock) -> Queue:
 
         return TableQueue(settings.database_url, clock)
     if url.startswith("nats://"):
-        from onthedot.queue.nats import NatsQueue
+        with needs_extra("nats", "queue_url"):
+            from onthedot.queue.nats import NatsQueue
 
         return NatsQueue(url, visibility_timeout=settings.visibility_timeout,
                          replicas=settings.queue_replicas, prefix=settings.queue_prefix,

@@ -33,6 +33,7 @@ import pydantic
 from onthedot import __version__
 from onthedot.config import Settings, load_settings
 from onthedot.domain.errors import ConfigError, OnTheDotError
+from onthedot.store.base import Migrated
 
 log = logging.getLogger("onthedot")
 
@@ -183,8 +184,17 @@ def rescuer(**flags: Any) -> None:
 def migrate(**flags: Any) -> None:
     """Create or upgrade the database schema, then exit."""
     settings = _settings(**flags)
-    asyncio.run(_migrate(settings))
-    click.echo(f"database is up to date: {settings.database_url}")
+    done = asyncio.run(_migrate(settings))
+    click.echo(migrated_words(done, settings.database_url))
+
+
+def migrated_words(done: Migrated, database_url: str) -> str:
+    """'schema version 3 -> 5 (applied 4, 5)', or that it already was up to date."""
+    if not done.applied:
+        return f"database is up to date at schema version {done.after}: {database_url}"
+    versions = ", ".join(f"{v:04d}" for v in done.applied)
+    return (f"database migrated from schema version {done.before} to {done.after} "
+            f"(applied {versions}): {database_url}")
 
 
 @cli.group()
@@ -314,17 +324,18 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
         await runtime.close()
 
 
-async def _migrate(settings: Settings) -> None:
+async def _migrate(settings: Settings) -> Migrated:
     from onthedot.domain.clock import SystemClock
     from onthedot.runtime import build_queue, build_store, pin_shard_count
 
     store = build_store(settings)
     try:
-        await store.migrate()
+        done = await store.migrate()
         await pin_shard_count(store, settings)
         queue = build_queue(settings, SystemClock())
         await queue.open()  # the table queue's tables (SQLite, PostgreSQL), or NATS streams
         await queue.close()
+        return done
     finally:
         await store.close()
 

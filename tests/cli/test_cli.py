@@ -143,7 +143,11 @@ def test_a_process_with_another_shard_count_is_one_line_and_exit_2(
 def test_migrate_and_token_create(capsys: pytest.CaptureFixture[str], db_url: str) -> None:
     code, out, _err = run_cli(capsys, "migrate", "--database-url", db_url)
     assert code == 0
-    assert "up to date" in out
+    assert out.startswith("database migrated from schema version 0 to "), out
+    assert "(applied 0001, 0002," in out
+    code, out, _err = run_cli(capsys, "migrate", "--database-url", db_url)
+    assert code == 0
+    assert out.startswith("database is up to date at schema version "), out
     code, out, err = run_cli(capsys, "token", "create", "--user", "alice",
                              "--database-url", db_url)
     assert code == 0, err

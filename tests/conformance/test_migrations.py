@@ -185,3 +185,18 @@ async def test_pg_due_query_reads_one_partition_through_the_due_index(
     assert read == {f"job_runs_p{now:%Y%m%d}"}, plan  # pruned to the bucket's day
     assert re.search(rf"(Index Scan|Index Only Scan|Bitmap Index Scan) (using|on) {due_index}\b",
                      plan), plan
+
+
+# --- what migrate reports (both stores) ------------------------------------------------------
+def shipped_versions(dialect: str) -> tuple[int, ...]:
+    folder = files("onthedot.store").joinpath(f"sql/{dialect}/migrations")
+    return tuple(sorted(int(p.name.split("_", 1)[0]) for p in folder.iterdir()
+                        if p.name.endswith(".sql")))
+
+
+async def test_migrate_says_which_versions_it_applied(store_env: StoreEnv) -> None:
+    versions = shipped_versions(store_env.kind)
+    first = await store_env.open().migrate()
+    assert (first.before, first.after, first.applied) == (0, versions[-1], versions)
+    again = await store_env.open().migrate()  # another process, later: nothing left to do
+    assert (again.before, again.after, again.applied) == (versions[-1], versions[-1], ())

@@ -190,6 +190,16 @@ class Prune:
 
 
 @dataclass(frozen=True)
+class Migrated:
+    """What one ``migrate`` call did: the schema version before and after, and the versions it
+    applied (none when another process had applied them, or nothing was pending)."""
+
+    before: int
+    after: int
+    applied: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Pruned:
     runs: int = 0
     events: int = 0
@@ -262,7 +272,7 @@ class FeedStateStore(Protocol):
 
 
 class Store(FeedStateStore, Protocol):
-    async def migrate(self) -> None:
+    async def migrate(self) -> Migrated:
         """Apply pending migrations; safe to call concurrently from several processes."""
         ...
 

@@ -68,6 +68,7 @@ from onthedot.store.base import (
     JobCreated,
     JobInsert,
     JobSave,
+    Migrated,
     Prune,
     Pruned,
     RunClaim,
@@ -184,7 +185,8 @@ class PostgresStore(SharedReads):
         self._listen_lock = asyncio.Lock()
 
     # --- lifecycle -----------------------------------------------------------------------
-    async def migrate(self) -> None:
+    async def migrate(self) -> Migrated:
+        applied: list[int] = []
         async with self._tx() as conn:
             await conn.execute(Q["migrate_lock"], {"schema": self.schema})
             await conn.execute(
@@ -197,7 +199,10 @@ class PostgresStore(SharedReads):
                 if version not in done:
                     await conn.execute(text.encode())  # several statements, no parameters
                     await conn.execute(Q["migration_record"], {"version": version})
+                    applied.append(version)
         await self.partitions_maintain(self.clock.now())
+        before = max(done, default=0)
+        return Migrated(before=before, after=max([before, *applied]), applied=tuple(applied))
 
     async def close(self) -> None:
         self._closed = True

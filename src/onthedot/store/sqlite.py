@@ -43,6 +43,7 @@ from onthedot.store.base import (
     JobCreated,
     JobInsert,
     JobSave,
+    Migrated,
     Prune,
     Pruned,
     RunClaim,
@@ -88,8 +89,8 @@ class SqliteStore(SharedReads):
         self._clock = clock or SystemClock()
 
     # --- lifecycle -----------------------------------------------------------------------
-    async def migrate(self) -> None:
-        await self._db.write(_apply_migrations)
+    async def migrate(self) -> Migrated:
+        return await self._db.write(_apply_migrations)
 
     async def close(self) -> None:
         await self._db.close()
@@ -478,10 +479,11 @@ class SqliteStore(SharedReads):
         return [str(r["detail"]) for r in rows]
 
 
-def _apply_migrations(c: sqlite3.Connection) -> None:
+def _apply_migrations(c: sqlite3.Connection) -> Migrated:
     c.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
               "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = {int(r[0]) for r in c.execute("SELECT version FROM schema_migrations")}
+    applied: list[int] = []
     for version, sql in load_migrations("onthedot.store", "sql/sqlite/migrations"):
         if version in done:
             continue
@@ -489,6 +491,9 @@ def _apply_migrations(c: sqlite3.Connection) -> None:
             c.execute(statement)
         c.execute("INSERT INTO schema_migrations (version, applied_at) "
                   "VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))", (version,))
+        applied.append(version)
+    before = max(done, default=0)
+    return Migrated(before=before, after=max([before, *applied]), applied=tuple(applied))
 
 
 def _split_statements(sql: str) -> list[str]:

@@ -40,13 +40,6 @@ def new_ulid(now: datetime | None = None) -> str:
     return _encode(ms, 10) + _encode(rand & ((1 << 80) - 1), 16)
 
 
-def ulid_time(ulid: str) -> datetime:
-    ms = 0
-    for ch in ulid[:10]:
-        ms = ms * 32 + _CROCKFORD.index(ch)
-    return datetime.fromtimestamp(ms / 1000, UTC)
-
-
 def ulid_floor(instant: datetime) -> str:
     """The smallest ULID that can have been created at ``instant`` (for created-time filters)."""
     return _encode(int(instant.timestamp() * 1000), 10) + "0" * 16

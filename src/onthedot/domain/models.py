@@ -38,17 +38,6 @@ class RunStatus(enum.StrEnum):
     SKIPPED = "SKIPPED"
     CANCELLED = "CANCELLED"
 
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL_RUN_STATUSES
-
-
-TERMINAL_RUN_STATUSES = frozenset(
-    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED, RunStatus.CANCELLED}
-)
-# Runs that still hold a place in the schedule and are cancelled when the job is paused or changed.
-OPEN_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.ENQUEUED, RunStatus.RETRYING})
-
 
 class JobStatus(enum.StrEnum):
     """Stored job status. ``running`` is never stored: the API derives it from the last run."""

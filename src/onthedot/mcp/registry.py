@@ -107,10 +107,6 @@ class ToolResult:
         return json.dumps(self.payload, ensure_ascii=False)
 
     @classmethod
-    def success(cls, **values: Any) -> ToolResult:
-        return cls({"ok": True, **values})
-
-    @classmethod
     def failure(cls, error: OnTheDotError, **extra: Any) -> ToolResult:
         return cls({"ok": False, "error": {**error.to_dict(), **extra}})
 

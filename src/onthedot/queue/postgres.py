@@ -37,20 +37,18 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
-import psycopg
 from psycopg import AsyncConnection, sql
-from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg.rows import DictRow
 
 from onthedot.domain.clock import Clock, SystemClock
-from onthedot.domain.errors import BackendError, ConfigError
+from onthedot.domain.errors import ConfigError
 from onthedot.queue.base import DeadLetter, Delivery
-from onthedot.store.sqlfile import load_migrations, load_queries
+from onthedot.store.pgpool import IDENTIFIER_MAX_BYTES, Conn, LazyPool, apply_migrations
+from onthedot.store.sqlfile import load_queries
 
 Q = load_queries("onthedot.queue", "sql/postgres.sql")
 log = logging.getLogger(__name__)
@@ -59,19 +57,16 @@ POLL_SECONDS = 1.0  # fallback: an idle receive looks again at least this often
 MIN_PAUSE_SECONDS = 0.01  # a visible row another receiver was taking: look again this soon
 RELISTEN_SECONDS = 1.0  # after the LISTEN connection broke, before connecting again
 POOL_TIMEOUT_SECONDS = 10.0  # wait for a pooled connection, then BackendError
-_IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most 63 bytes
 
 # Errors meaning "the database did not answer"; others (bad SQL, constraint violations) are
 # bugs and propagate unchanged.
-_UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
 
-Conn = AsyncConnection[DictRow]
 
 
 def channel_name(schema: str) -> str:
     """The NOTIFY channel of one schema's queue (an identifier: at most 63 bytes)."""
     channel = f"onthedot_queue.{schema}"
-    if len(channel.encode()) > _IDENTIFIER_MAX_BYTES:
+    if len(channel.encode()) > IDENTIFIER_MAX_BYTES:
         channel = "onthedot_queue." + hashlib.sha256(schema.encode()).hexdigest()[:32]
     return channel
 
@@ -81,9 +76,6 @@ class PostgresQueue:
                  pool_max: int = 10, poll_seconds: float = POLL_SECONDS,
                  pool_timeout_seconds: float = POOL_TIMEOUT_SECONDS,
                  clock: Clock | None = None) -> None:
-        if not 1 <= pool_min <= pool_max:
-            raise ConfigError("pool sizes must satisfy 1 <= pool_min <= pool_max",
-                              field="pool_max", expected="an integer >= pool_min")
         if poll_seconds <= 0:
             raise ConfigError("poll_seconds must be positive", field="poll_seconds",
                               expected="seconds > 0")
@@ -92,22 +84,9 @@ class PostgresQueue:
         self.poll_seconds = poll_seconds
         self.channel = channel_name(schema)
         self._clock = clock or SystemClock()
-        self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            dsn,
-            connection_class=AsyncConnection[DictRow],
-            kwargs={"autocommit": True, "row_factory": dict_row,
-                    "application_name": f"onthedot/{schema}/queue"[:_IDENTIFIER_MAX_BYTES]},
-            min_size=pool_min,
-            max_size=pool_max,
-            open=False,
-            configure=self._configure,
-            check=AsyncConnectionPool.check_connection,  # drop connections a restart killed
-            timeout=pool_timeout_seconds,
-            name=f"onthedot-queue:{schema}",
-        )
-        self._pool_open = False
+        self._db = LazyPool(dsn, schema=schema, role="queue", pool_min=pool_min,
+                            pool_max=pool_max, timeout_seconds=pool_timeout_seconds)
         self._closed = False
-        self._open_lock = asyncio.Lock()
         # Waiting receives hold the current event; a wake-up sets it and installs a fresh one,
         # so a wake-up between a receiver's look and its wait is never lost.
         self._changed = asyncio.Event()
@@ -120,17 +99,9 @@ class PostgresQueue:
         """Apply the queue's migrations. Safe to call from many processes at once: they
         serialise on the schema's advisory lock (the one the store's migrate takes too), and a
         version is applied once."""
-        async with self._conn() as conn, conn.transaction():
-            await conn.execute(Q["migrate_lock"], {"schema": self.schema})
-            await conn.execute(
-                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
-            await conn.execute(Q["migrations_table"])
-            rows = await (await conn.execute(Q["migrations_done"])).fetchall()
-            done = {int(r["version"]) for r in rows}
-            for version, text in load_migrations("onthedot.queue", "sql/postgres_migrations"):
-                if version not in done:
-                    await conn.execute(text.encode())  # several statements, no parameters
-                    await conn.execute(Q["migration_record"], {"version": version})
+        async with self._conn() as conn:
+            await apply_migrations(conn, schema=self.schema, queries=Q, package="onthedot.queue",
+                                   folder="sql/postgres_migrations")
 
     async def close(self) -> None:
         self._closed = True
@@ -139,9 +110,7 @@ class PostgresQueue:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._listener
             self._listener = None
-        if self._pool_open:
-            await self._pool.close()
-            self._pool_open = False
+        await self._db.close()
         self._wake()  # receives still waiting return at once
 
     async def ping(self) -> None:
@@ -280,7 +249,7 @@ class PostgresQueue:
                 conn = await AsyncConnection.connect(
                     self.dsn, autocommit=True,
                     application_name=f"onthedot/{self.schema}/queue-listen"[
-                        :_IDENTIFIER_MAX_BYTES])
+                        :IDENTIFIER_MAX_BYTES])
             except Exception as exc:  # wake-ups only speed receives up: never die
                 log.warning("queue LISTEN connection failed, polling meanwhile: %s", exc)
                 await asyncio.sleep(RELISTEN_SECONDS)
@@ -299,30 +268,8 @@ class PostgresQueue:
             await asyncio.sleep(RELISTEN_SECONDS)
 
     # --- helpers -------------------------------------------------------------------------
-    async def _configure(self, conn: Conn) -> None:
-        await conn.execute(
-            "SELECT set_config('search_path', quote_ident(%(schema)s), false),"
-            " set_config('TimeZone', 'UTC', false)",
-            {"schema": self.schema},
-        )
-
-    async def _open_pool(self) -> None:
-        if self._closed:
-            raise BackendError("the PostgreSQL queue is closed")
-        if not self._pool_open:
-            async with self._open_lock:  # the first callers may arrive together
-                if not self._pool_open:
-                    await self._pool.open(wait=False)  # connects in the background
-                    self._pool_open = True
-
-    @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[Conn]:
-        await self._open_pool()
-        try:
-            async with self._pool.connection() as conn:
-                yield conn
-        except _UNAVAILABLE as exc:
-            raise BackendError(f"PostgreSQL error: {exc}") from exc
+    def _conn(self) -> AbstractAsyncContextManager[Conn]:
+        return self._db.connection()
 
     async def _one(self, query: str, params: dict[str, Any]) -> DictRow | None:
         async with self._conn() as conn:

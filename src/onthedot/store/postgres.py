@@ -33,7 +33,7 @@ import hashlib
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
@@ -41,9 +41,8 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection, sql
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import DictRow
 from psycopg.types.string import TextLoader
-from psycopg_pool import AsyncConnectionPool
 
 from onthedot.domain.clock import Clock, SystemClock
 from onthedot.domain.delivery import (
@@ -106,8 +105,15 @@ from onthedot.store.pg_partitions import (
     start_of,
     unsplit_name,
 )
+from onthedot.store.pgpool import (
+    IDENTIFIER_MAX_BYTES,
+    UNAVAILABLE,
+    Conn,
+    LazyPool,
+    apply_migrations,
+)
 from onthedot.store.reads import SharedReads
-from onthedot.store.sqlfile import load_migrations, load_queries
+from onthedot.store.sqlfile import load_queries
 
 Q = load_queries("onthedot.store", "sql/postgres/queries.sql")
 log = logging.getLogger(__name__)
@@ -124,15 +130,18 @@ PARTITION_LOCK_TIMEOUT = "200ms"
 # Event ids keep a per-transaction ordinal in their low 16 bits (run_event_next_id), so one
 # transaction appends at most this many events: a claim takes at most this many runs per call.
 MAX_EVENTS_PER_TRANSACTION = 65_535
-_IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most 63 bytes
 
 # Errors meaning "the database did not answer"; others (constraint violations, bad SQL) are bugs
 # and propagate unchanged.
-_UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
 # Partition DDL that did not get its locks: left for the next maintenance.
 _LOCK_REFUSED = (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected)
 
-Conn = AsyncConnection[DictRow]
+
+
+async def _load_jsonb_as_text(conn: Conn) -> None:
+    # The codec parses JSON text itself: psycopg's jsonb loader would hand it a Python string
+    # for a JSON string output, which the codec would then parse a second time.
+    conn.adapters.register_loader("jsonb", TextLoader)
 
 
 class PostgresStore(SharedReads):
@@ -151,9 +160,6 @@ class PostgresStore(SharedReads):
         if retention_days < 1:
             raise ConfigError("retention_days must be at least 1", field="retention_days",
                               expected="an integer >= 1")
-        if not 1 <= pool_min <= pool_max:
-            raise ConfigError("pool sizes must satisfy 1 <= pool_min <= pool_max",
-                              field="pool_max", expected="an integer >= pool_min")
         self.dsn = dsn
         self.clock = clock or SystemClock()
         self.schema = schema
@@ -161,45 +167,19 @@ class PostgresStore(SharedReads):
         self.partition_far_months = partition_far_months
         self.retention_days = retention_days
         self.channel = _channel_name(schema)
-        self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            dsn,
-            connection_class=AsyncConnection[DictRow],
-            kwargs={
-                "autocommit": True,
-                "row_factory": dict_row,
-                # Lets an operator (and the tests) tell this store's sessions apart.
-                "application_name": f"onthedot/{schema}"[:_IDENTIFIER_MAX_BYTES],
-            },
-            min_size=pool_min,
-            max_size=pool_max,
-            open=False,
-            configure=self._configure,
-            check=AsyncConnectionPool.check_connection,  # drop connections a restart killed
-            timeout=pool_timeout_seconds,
-            name=f"onthedot:{schema}",
-        )
-        self._pool_open = False
+        self._db = LazyPool(dsn, schema=schema, role="store", pool_min=pool_min,
+                            pool_max=pool_max, timeout_seconds=pool_timeout_seconds,
+                            configure=_load_jsonb_as_text)
         self._closed = False
         self._listener: AsyncConnection[Any] | None = None
-        self._open_lock = asyncio.Lock()
         self._listen_lock = asyncio.Lock()
 
     # --- lifecycle -----------------------------------------------------------------------
     async def migrate(self) -> Migrated:
-        applied: list[int] = []
-        async with self._tx() as conn:
-            await conn.execute(Q["migrate_lock"], {"schema": self.schema})
-            await conn.execute(
-                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
-            )
-            await conn.execute(Q["migrations_table"])
-            rows = await (await conn.execute(Q["migrations_done"])).fetchall()
-            done = {int(r["version"]) for r in rows}
-            for version, text in load_migrations("onthedot.store", "sql/postgres/migrations"):
-                if version not in done:
-                    await conn.execute(text.encode())  # several statements, no parameters
-                    await conn.execute(Q["migration_record"], {"version": version})
-                    applied.append(version)
+        async with self._conn() as conn:
+            done, applied = await apply_migrations(
+                conn, schema=self.schema, queries=Q, package="onthedot.store",
+                folder="sql/postgres/migrations")
         await self.partitions_maintain(self.clock.now())
         before = max(done, default=0)
         return Migrated(before=before, after=max([before, *applied]), applied=tuple(applied))
@@ -209,8 +189,7 @@ class PostgresStore(SharedReads):
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
-        if self._pool_open:
-            await self._pool.close()
+        await self._db.close()
 
     async def ping(self) -> None:
         async with self._conn() as conn:
@@ -237,7 +216,7 @@ class PostgresStore(SharedReads):
                     async for _ in notices:
                         pass
             return got
-        except _UNAVAILABLE as exc:
+        except UNAVAILABLE as exc:
             await self._drop_listener()
             if self._closed:
                 return False
@@ -780,33 +759,8 @@ class PostgresStore(SharedReads):
         return [str(r["QUERY PLAN"]) for r in rows]
 
     # --- helpers -------------------------------------------------------------------------
-    async def _configure(self, conn: Conn) -> None:
-        # The codec parses JSON text itself: psycopg's jsonb loader would hand it a Python
-        # string for a JSON string output, which the codec would then parse a second time.
-        conn.adapters.register_loader("jsonb", TextLoader)
-        await conn.execute(
-            "SELECT set_config('search_path', quote_ident(%(schema)s), false),"
-            " set_config('TimeZone', 'UTC', false)",
-            {"schema": self.schema},
-        )
-
-    async def _open(self) -> None:
-        if self._closed:
-            raise BackendError("the PostgreSQL store is closed")
-        if not self._pool_open:
-            async with self._open_lock:  # the first callers may arrive together
-                if not self._pool_open:
-                    await self._pool.open(wait=False)  # connects in the background
-                    self._pool_open = True
-
-    @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[Conn]:
-        await self._open()
-        try:
-            async with self._pool.connection() as conn:
-                yield conn
-        except _UNAVAILABLE as exc:
-            raise BackendError(f"PostgreSQL error: {exc}") from exc
+    def _conn(self) -> AbstractAsyncContextManager[Conn]:
+        return self._db.connection()
 
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[Conn]:
@@ -867,7 +821,7 @@ class PostgresStore(SharedReads):
         if self._listener is None or self._listener.closed:
             conn = await AsyncConnection.connect(
                 self.dsn, autocommit=True,
-                application_name=f"onthedot/{self.schema}/listen"[:_IDENTIFIER_MAX_BYTES],
+                application_name=f"onthedot/{self.schema}/listen"[:IDENTIFIER_MAX_BYTES],
             )
             try:
                 await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
@@ -1008,7 +962,7 @@ def _scheduled_at(run_id: str) -> datetime | None:
 
 def _channel_name(schema: str) -> str:
     channel = f"onthedot_due.{schema}"
-    if len(channel.encode()) > _IDENTIFIER_MAX_BYTES:
+    if len(channel.encode()) > IDENTIFIER_MAX_BYTES:
         channel = "onthedot_due." + hashlib.sha256(schema.encode()).hexdigest()[:32]
     return channel
 

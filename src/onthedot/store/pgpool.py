@@ -1,0 +1,114 @@
+"""The PostgreSQL connection pool the store and the PostgreSQL queue share the shape of: opened
+on first use (a process that never touches the database never connects), autocommit sessions
+with dict rows, ``search_path`` and ``TimeZone`` set on every connection, connections a server
+restart killed dropped on checkout, and "the database does not answer" turned into BackendError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+
+import psycopg
+from psycopg import AsyncConnection, sql
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from onthedot.domain.errors import BackendError, ConfigError
+from onthedot.store.sqlfile import load_migrations
+
+Conn = AsyncConnection[DictRow]
+IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most 63 bytes
+# Errors of a database that does not answer (or a connection that broke), as opposed to errors
+# of a statement.
+UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+async def set_session(conn: Conn, schema: str) -> None:
+    """The session settings every statement of ours assumes: our schema first, times in UTC."""
+    await conn.execute(
+        "SELECT set_config('search_path', quote_ident(%(schema)s), false),"
+        " set_config('TimeZone', 'UTC', false)",
+        {"schema": schema},
+    )
+
+
+class LazyPool:
+    def __init__(self, dsn: str, *, schema: str, role: str, pool_min: int, pool_max: int,
+                 timeout_seconds: float,
+                 configure: Callable[[Conn], Awaitable[None]] | None = None) -> None:
+        if not 1 <= pool_min <= pool_max:
+            raise ConfigError("pool sizes must satisfy 1 <= pool_min <= pool_max",
+                              field="pool_max", expected="an integer >= pool_min")
+        self.schema = schema
+        self.role = role
+        self._extra_configure = configure
+        suffix = "" if role == "store" else f"/{role}"
+        self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            dsn,
+            connection_class=AsyncConnection[DictRow],
+            kwargs={"autocommit": True, "row_factory": dict_row,
+                    # Lets an operator (and the tests) tell the sessions apart.
+                    "application_name": f"onthedot/{schema}{suffix}"[:IDENTIFIER_MAX_BYTES]},
+            min_size=pool_min,
+            max_size=pool_max,
+            open=False,
+            configure=self._configure,
+            check=AsyncConnectionPool.check_connection,  # drop connections a restart killed
+            timeout=timeout_seconds,
+            name=f"onthedot{'' if role == 'store' else '-' + role}:{schema}",
+        )
+        self._opened = False
+        self.closed = False
+        self._open_lock = asyncio.Lock()
+
+    async def _configure(self, conn: Conn) -> None:
+        if self._extra_configure is not None:
+            await self._extra_configure(conn)
+        await set_session(conn, self.schema)
+
+    async def _open(self) -> None:
+        if self.closed:
+            raise BackendError(f"the PostgreSQL {self.role} is closed")
+        if not self._opened:
+            async with self._open_lock:  # the first callers may arrive together
+                if not self._opened:
+                    await self._pool.open(wait=False)  # connects in the background
+                    self._opened = True
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Conn]:
+        await self._open()
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except UNAVAILABLE as exc:
+            raise BackendError(f"PostgreSQL error: {exc}") from exc
+
+    async def close(self) -> None:
+        self.closed = True
+        if self._opened:
+            await self._pool.close()
+            self._opened = False
+
+
+async def apply_migrations(conn: Conn, *, schema: str, queries: Mapping[str, str], package: str,
+                           folder: str) -> tuple[set[int], list[int]]:
+    """Apply the numbered migrations of ``package``/``folder`` not yet recorded, in one
+    transaction under the schema's advisory lock (the store and the queue take the same one:
+    both may create the schema). ``queries`` gives ``migrate_lock``, ``migrations_table``,
+    ``migrations_done`` and ``migration_record``. Returns (versions found, versions applied)."""
+    applied: list[int] = []
+    async with conn.transaction():
+        await conn.execute(queries["migrate_lock"], {"schema": schema})
+        await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        await conn.execute(queries["migrations_table"])
+        rows = await (await conn.execute(queries["migrations_done"])).fetchall()
+        done = {int(r["version"]) for r in rows}
+        for version, text in load_migrations(package, folder):
+            if version not in done:
+                await conn.execute(text.encode())  # several statements, no parameters
+                await conn.execute(queries["migration_record"], {"version": version})
+                applied.append(version)
+    return done, applied

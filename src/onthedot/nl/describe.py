@@ -8,6 +8,7 @@ understood or the rule is said back as written, so a confirmation is never wrong
 from __future__ import annotations
 
 from datetime import date
+from functools import lru_cache
 from itertools import pairwise
 
 from dateutil.easter import easter
@@ -55,6 +56,9 @@ def zh_word(key: str, language: Language) -> str:
     return hant if language == "zh-Hant" else hans
 
 
+# Every job a listing, an MCP result or the Tasks page shows is put in words in three languages,
+# and a lunar-date schedule is a list of dates to read: the words of a schedule never change.
+@lru_cache(maxsize=4096)
 def describe(schedule: str, language: Language) -> str:
     try:
         text = schedule.strip()

@@ -23,7 +23,7 @@ from onthedot.domain.clock import FakeClock
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
-from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
+from onthedot.watcher import Dispatcher
 from onthedot.worker import Worker
 from tests.actions.servers import Route, ScriptedServer
 from tests.engine.conftest import Engine
@@ -183,12 +183,7 @@ async def model_engine(tmp_path: Path) -> AsyncIterator[ModelEngineFactory]:
                         visibility_timeout=30, misfire_grace=60, **settings)
         clock = FakeClock(START)
         rt = await Runtime.open(full, clock)
-        engine = Engine(
-            rt=rt, clock=clock,
-            dispatcher=Dispatcher(rt.store, rt.queue, clock, full, rt.metrics, "w1"),
-            worker=Worker(rt.store, rt.queue, clock, full, rt.actions, rt.metrics),
-            recurring=RecurringWatcher(rt.store, clock, full, "r1"),
-            rescuer=Rescuer(rt.store, rt.queue, clock, full, rt.metrics, "x1"))
+        engine = Engine.on(rt, clock, full)
         made.append(engine)
         return engine
 

@@ -23,8 +23,6 @@ from onthedot.domain.errors import ActionError
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, RunStatus
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
-from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
-from onthedot.worker import Worker
 from tests.actions.newsfeeds import ATOM_TYPE, Entry, FeedServer, atom, rss
 from tests.engine.conftest import START, Engine
 
@@ -50,12 +48,7 @@ async def make_engine(tmp_path: Path) -> AsyncIterator[EngineFactory]:
         rt = await Runtime.open(settings, clock)
         worker_settings = settings.model_copy(
             update={"egress_allow": allow if worker_allow is None else worker_allow})
-        engine = Engine(
-            rt=rt, clock=clock,
-            dispatcher=Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "w1"),
-            worker=Worker(rt.store, rt.queue, clock, worker_settings, rt.actions, rt.metrics),
-            recurring=RecurringWatcher(rt.store, clock, settings, "r1"),
-            rescuer=Rescuer(rt.store, rt.queue, clock, settings, rt.metrics, "x1"))
+        engine = Engine.on(rt, clock, settings, worker_settings)
         made.append(engine)
         return engine
 

@@ -17,8 +17,6 @@ from onthedot.delivery import Deliverer
 from onthedot.domain.clock import FakeClock
 from onthedot.queue.nats import delete_streams
 from onthedot.runtime import Runtime
-from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
-from onthedot.worker import Worker
 from tests.conformance.conftest import PG_DSN, drop_pg_schema, new_pg_schema
 from tests.engine.conftest import NATS_URL, START, Engine
 from tests.support.smtp import Mailbox
@@ -45,16 +43,11 @@ def webhook() -> Iterator[WebhookReceiver]:
 async def open_engine(settings: Settings) -> Engine:
     clock = FakeClock(START)
     rt = await Runtime.open(settings, clock)
-    worker = Worker(rt.store, rt.queue, clock, settings, rt.actions, rt.metrics)
-    worker.deliverer = Deliverer(rt.store, clock, settings, worker.http, metrics=rt.metrics,
-                                 retry_pause_seconds=RETRY_PAUSE_SECONDS)
-    return Engine(
-        rt=rt, clock=clock,
-        dispatcher=Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "w1"),
-        worker=worker,
-        recurring=RecurringWatcher(rt.store, clock, settings, "r1"),
-        rescuer=Rescuer(rt.store, rt.queue, clock, settings, rt.metrics, "x1"),
-    )
+    engine = Engine.on(rt, clock, settings)
+    engine.worker.deliverer = Deliverer(rt.store, clock, settings, engine.worker.http,
+                                        metrics=rt.metrics,
+                                        retry_pause_seconds=RETRY_PAUSE_SECONDS)
+    return engine
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres,

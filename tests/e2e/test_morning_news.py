@@ -49,13 +49,6 @@ def feeds() -> Iterator[FeedServer]:
     server.stop()
 
 
-@pytest.fixture
-def mailbox() -> Iterator[Mailbox]:
-    box = Mailbox().start()
-    yield box
-    box.stop()
-
-
 def summarise_with_the_tool(body: dict[str, Any]) -> dict[str, Any]:
     """The model: first asks for the finance news, then summarises what the tool returned."""
     results = tool_results(body)

@@ -45,6 +45,19 @@ class Engine:
     recurring: RecurringWatcher
     rescuer: Rescuer
 
+    @classmethod
+    def on(cls, rt: Runtime, clock: FakeClock, settings: Settings,
+           worker_settings: Settings | None = None) -> Engine:
+        """Every role on ``rt``, ticked by hand; the worker may call out under other settings."""
+        return cls(
+            rt=rt, clock=clock,
+            dispatcher=Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "w1"),
+            worker=Worker(rt.store, rt.queue, clock, worker_settings or settings, rt.actions,
+                          rt.metrics),
+            recurring=RecurringWatcher(rt.store, clock, settings, "r1"),
+            rescuer=Rescuer(rt.store, rt.queue, clock, settings, rt.metrics, "x1"),
+        )
+
     async def tick(self) -> int:
         """One round of every role; returns how much work was done."""
         await self.dispatcher.refresh_shards()
@@ -80,13 +93,7 @@ async def engine(db_url: str) -> AsyncIterator[Engine]:
     settings = Settings(database_url=db_url, visibility_timeout=30, misfire_grace=60,
                         egress_allow=LOOPBACK_ALLOW)
     rt = await Runtime.open(settings, clock)
-    engine = Engine(
-        rt=rt, clock=clock,
-        dispatcher=Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "w1"),
-        worker=Worker(rt.store, rt.queue, clock, settings, rt.actions, rt.metrics),
-        recurring=RecurringWatcher(rt.store, clock, settings, "r1"),
-        rescuer=Rescuer(rt.store, rt.queue, clock, settings, rt.metrics, "x1"),
-    )
+    engine = Engine.on(rt, clock, settings)
     yield engine
     await engine.worker.aclose()
     await rt.close()
@@ -112,13 +119,7 @@ async def open_engine(shape: str, tmp_path: Path) -> AsyncIterator[Engine]:
     settings = Settings(visibility_timeout=30, misfire_grace=60, egress_allow=LOOPBACK_ALLOW,
                         **extra)
     rt = await Runtime.open(settings, clock)
-    engine = Engine(
-        rt=rt, clock=clock,
-        dispatcher=Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "w1"),
-        worker=Worker(rt.store, rt.queue, clock, settings, rt.actions, rt.metrics),
-        recurring=RecurringWatcher(rt.store, clock, settings, "r1"),
-        rescuer=Rescuer(rt.store, rt.queue, clock, settings, rt.metrics, "x1"),
-    )
+    engine = Engine.on(rt, clock, settings)
     try:
         yield engine
     finally:

@@ -157,11 +157,13 @@ async def test_pg_due_query_reads_one_partition_through_the_due_index(
     now = half_past()
     job = make_job(now=now - timedelta(days=1))
     await pg_store.job_create(job, None)
-    # History on both sides of the bucket, mostly finished, so the plan is the one a busy
-    # table gets.
-    for minutes in range(0, 36 * 60, 7):
-        at = now - timedelta(hours=30) + timedelta(minutes=minutes)
-        status = RunStatus.PENDING if minutes % 5 == 0 else RunStatus.SUCCEEDED
+    # History filling the bucket's whole day (whatever the hour now is) and the days on both
+    # sides, mostly finished, so the plan is the one a busy table gets: a day's partition
+    # holding only the runs since midnight is small enough for the planner to scan it whole.
+    day = now.replace(hour=0, minute=0)
+    for minutes in range(-6 * 60, 30 * 60, 2):
+        at = day + timedelta(minutes=minutes, seconds=1)
+        status = RunStatus.PENDING if minutes % 10 == 0 else RunStatus.SUCCEEDED
         await pg_store.run_insert(make_run(job, status, scheduled_at=at))
     async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
         await conn.execute("SELECT set_config('search_path', quote_ident(%s), false)",

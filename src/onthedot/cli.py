@@ -4,8 +4,9 @@ small client of the REST API.
 Server side: ``serve`` (API + every background role), ``api``, ``watcher``, ``worker``,
 ``recurring``, ``rescuer``, ``migrate``, ``token create``, ``webhook-secret create``, ``mcp``
 (MCP over stdio). Offline: ``parse``.
-Client side: ``jobs create|list|get|pause|resume|delete|run|runs``, ``inbox`` (and
-``inbox read ID``) and ``chat`` against a running server.
+Client side: ``jobs create|update|list|get|pause|resume|delete|run [--wait]|runs|import``,
+``dead-letters list|redrive``, ``inbox`` (and ``inbox read ID``) and ``chat`` against a running
+server; each takes ``--json`` for the API's own JSON.
 
 Every error ends here as ONE line on stderr and exit code 2 (``main`` is the single handler);
 tracebacks go to the log only for unexpected server-side failures. Adding a command is one
@@ -18,11 +19,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -261,7 +264,9 @@ def mcp_stdio(user_id: str, **flags: Any) -> None:
               "(default: now); without an offset it is read in --timezone")
 @click.option("--timezone", metavar="TZ", help="the user's IANA timezone (default: "
               "ONTHEDOT_DEFAULT_TIMEZONE, else UTC)")
-def parse(text: str, now_text: str | None, timezone: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print JSON (the only form it prints; "
+              "accepted like on every command)")
+def parse(text: str, now_text: str | None, timezone: str | None, as_json: bool) -> None:
     """Read a scheduling request offline ("每天早上八點幫我總結財經新聞", "every weekday at 9am")
     and print the job it means as JSON, with its next three runs."""
     from onthedot import nl
@@ -455,6 +460,10 @@ def _echo_json(value: Any) -> None:
 
 
 def _echo_table(rows: list[list[str]], header: list[str]) -> None:
+    if sys.stdout.isatty():
+        _echo_rich_table(rows, header)
+        return
+    # Not a terminal (a pipe, a file, a test): plain columns that `awk`/`cut` can read.
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
@@ -467,6 +476,194 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _echo_rich_table(rows: list[list[str]], header: list[str]) -> None:
+    """On a terminal: a table that fits its width (long cells fold instead of wrapping the
+    whole line)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in header:
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    Console(highlight=False).print(table)
+
+
+def _json_option(fn: F) -> F:
+    """``--json``: print the API's JSON instead of the words or table meant for people."""
+    return click.option("--json", "as_json", is_flag=True,
+                        help="print the API's JSON answer (machine-readable)")(fn)
+
+
+# Options shared by `jobs create` and `jobs update`.
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an RFC 9110 token
+DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+WEBHOOK_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")  # what the webhook action sends
+
+
+def _action_options(fn: F) -> F:
+    for option in reversed((
+        click.option("--message", metavar="TEXT", help="action: record this message as the "
+                     "output"),
+        click.option("--webhook", metavar="URL", help="action: call this URL (POST unless "
+                     "--method)"),
+        click.option("--method", type=click.Choice(WEBHOOK_METHODS, case_sensitive=False),
+                     help="webhook: the HTTP method (default POST)"),
+        click.option("--header", "headers", metavar="'NAME: VALUE'", multiple=True,
+                     help="webhook: a request header (repeatable)"),
+        click.option("--body", "body_text", metavar="JSON|@FILE", help="webhook: the JSON "
+                     "body, inline or read from FILE (default: the run's identity)"),
+    )):
+        fn = option(fn)
+    return fn
+
+
+def _policy_options(fn: F) -> F:
+    for option in reversed((
+        click.option("--retries", type=click.IntRange(0, 99), metavar="N", help="retries "
+                     "after a failed first attempt, with exponential backoff (retry_policy."
+                     "max_attempts = N + 1; default 2)"),
+        click.option("--timeout", "timeout_seconds", type=click.FloatRange(0, min_open=True),
+                     metavar="SECONDS", help="how long one attempt may take (default 60)"),
+        click.option("--misfire", type=click.Choice(("run_late", "skip")), help="a run missed "
+                     "while the service was down: run_late runs it late (default), skip "
+                     "skips it"),
+    )):
+        fn = option(fn)
+    return fn
+
+
+def _schedule_choice(*, cron: str | None, rrule: str | None, at: str | None,
+                     in_: str | None, now: bool) -> dict[str, Any] | None:
+    """job_params of the one schedule flag given (without timezone), None if none was;
+    more than one is a usage error."""
+    chosen = [flag for flag, value in (("--cron", cron), ("--rrule", rrule), ("--at", at),
+                                       ("--in", in_), ("--now", now or None))
+              if value is not None]
+    if len(chosen) > 1:
+        raise click.UsageError("give exactly one of --cron EXPR, --rrule RULE, --at ISO, "
+                               f"--in DURATION or --now (got {', '.join(chosen)})")
+    if at is not None:
+        try:
+            datetime.fromisoformat(at)
+        except ValueError:
+            raise click.BadParameter(f"{at!r} is not an ISO 8601 time; expected e.g. "
+                                     "2026-06-22T08:00 or 2026-06-22T08:00:00+08:00",
+                                     param_hint="--at") from None
+        return {"type": "one-time", "time": at}
+    if in_ is not None:
+        when = datetime.now(UTC) + _duration(in_)
+        return {"type": "one-time", "time": when.isoformat(timespec="seconds")}
+    if now:
+        return {"type": "immediate"}
+    if cron is not None or rrule is not None:
+        return {"type": "recurring", "schedule": cron if cron is not None else rrule}
+    return None
+
+
+def _duration(text: str) -> timedelta:
+    """'90s', '10m', '1h30m', '2d' (or bare seconds, '45') as a time span."""
+    if text.strip().isdigit():
+        return timedelta(seconds=int(text))
+    found = DURATION.fullmatch(text.strip().lower())
+    if not found or not any(found.groups()):
+        raise click.BadParameter(f"{text!r} is not a duration; expected e.g. 10s, 5m, 1h30m "
+                                 "or 2d", param_hint="--in")
+    days, hours, minutes, seconds = (int(g or 0) for g in found.groups())
+    try:
+        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    except OverflowError:
+        raise click.BadParameter(f"{text!r} is too far ahead", param_hint="--in") from None
+
+
+def _check_timezone(timezone: str | None) -> None:
+    if timezone is None:
+        return
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.BadParameter(f"unknown timezone {timezone!r}; expected an IANA name "
+                                 "such as Asia/Taipei", param_hint="--timezone") from None
+
+
+def _action_of(*, message: str | None, webhook: str | None, method: str | None,
+               headers: tuple[str, ...], body_text: str | None,
+               required: bool) -> dict[str, Any] | None:
+    """The action the flags describe (None when none is given and none is required). An
+    action is sent whole, as the API replaces it whole: webhook details need --webhook."""
+    if (message is not None and webhook is not None) or (
+            required and message is None and webhook is None):
+        raise click.UsageError("give exactly one of --message TEXT or --webhook URL")
+    details = [flag for flag, value in (("--method", method), ("--header", headers or None),
+                                        ("--body", body_text)) if value is not None]
+    if details and webhook is None:
+        raise click.UsageError(f"{', '.join(details)} describe a webhook: give --webhook URL "
+                               "with them (the action is sent as a whole)")
+    if message is not None:
+        return {"type": "message", "text": message}
+    if webhook is None:
+        return None
+    action: dict[str, Any] = {"type": "webhook", "url": webhook}
+    if method is not None:
+        action["method"] = method.upper()
+    if headers:
+        action["headers"] = _header_map(headers)
+    if body_text is not None:
+        action["body"] = _json_body(body_text)
+    return action
+
+
+def _header_map(given: tuple[str, ...]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    seen: set[str] = set()
+    for item in given:
+        name, colon, value = item.partition(":")
+        name = name.strip()
+        if not colon or not HEADER_NAME.fullmatch(name):
+            raise click.BadParameter(f"{item!r} is not a header; expected 'Name: value', e.g. "
+                                     "'X-Api-Key: abc'", param_hint="--header")
+        if name.lower() in seen:
+            raise click.BadParameter(f"header {name} is given twice", param_hint="--header")
+        seen.add(name.lower())
+        headers[name] = value.strip()
+    return headers
+
+
+def _json_body(text: str) -> Any:
+    """--body: inline JSON, or @FILE; read as strictly as the server reads a request."""
+    from onthedot.api.jsonbody import parse_json
+
+    source, raw = "--body", text.encode()
+    if text.startswith("@"):
+        source = text[1:]
+        try:
+            with open(source, "rb") as file:
+                raw = file.read()
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {source}: {exc.strerror or exc}",
+                                     param_hint="--body") from None
+    try:
+        return parse_json(raw)
+    except json.JSONDecodeError as exc:
+        where = "" if source == "--body" else f" in {source}"
+        raise click.BadParameter(f"not valid JSON{where}: {exc.msg}",
+                                 param_hint="--body") from None
+
+
+def _policy_fields(*, retries: int | None, timeout_seconds: float | None,
+                   misfire: str | None) -> dict[str, Any]:
+    """The job fields the policy flags set; retry_policy fields left out keep their value."""
+    fields: dict[str, Any] = {}
+    if retries is not None:
+        fields["retry_policy"] = {"max_attempts": retries + 1}
+    if timeout_seconds is not None:
+        fields["timeout_seconds"] = timeout_seconds
+    if misfire is not None:
+        fields["misfire_policy"] = misfire
+    return fields
+
+
 @cli.group()
 def jobs() -> None:
     """Create and manage jobs on a running server (--url, token from ONTHEDOT_TOKEN)."""
@@ -475,14 +672,17 @@ def jobs() -> None:
 @jobs.command("create")
 @click.option("--name", help="a name to recognise the job by")
 @click.option("--cron", metavar="EXPR", help="recurring, 5-field cron, e.g. '0 8 * * *'")
-@click.option("--rrule", metavar="RULE", help="recurring, RFC 5545, e.g. 'FREQ=DAILY;BYHOUR=8'")
+@click.option("--rrule", metavar="RULE", help="recurring, RFC 5545, e.g. "
+              "'FREQ=DAILY;BYHOUR=8;BYMINUTE=0'")
 @click.option("--at", "at", metavar="ISO", help="one time, ISO 8601, e.g. 2026-06-22T08:00 "
               "(read in --timezone unless it has an offset)")
+@click.option("--in", "in_", metavar="DURATION", help="one time, this long from now: 10s, 5m, "
+              "1h30m, 2d")
 @click.option("--now", "now", is_flag=True, help="run once, immediately")
 @click.option("--timezone", "timezone", metavar="TZ", help="IANA timezone, e.g. Asia/Taipei "
               "(default: the server's)")
-@click.option("--message", metavar="TEXT", help="action: record this message as the output")
-@click.option("--webhook", metavar="URL", help="action: POST to this URL")
+@_action_options
+@_policy_options
 @click.option("--notify-email", "emails", metavar="ADDR", multiple=True,
               help="also e-mail each result to ADDR (repeatable)")
 @click.option("--notify-webhook", "hooks", metavar="URL", multiple=True,
@@ -492,20 +692,24 @@ def jobs() -> None:
 @click.option("--no-inbox", is_flag=True, help="do not put results in your inbox")
 @click.option("--idempotency-key", help="retrying with the same key returns the same job")
 @click.option("-q", "--quiet", is_flag=True, help="print only the job id")
+@_json_option
 @_client_options
 def jobs_create(client: ApiClient, name: str | None, cron: str | None, rrule: str | None,
-                at: str | None, now: bool, timezone: str | None, message: str | None,
-                webhook: str | None, emails: tuple[str, ...], hooks: tuple[str, ...],
-                slack_hooks: tuple[str, ...], no_inbox: bool, idempotency_key: str | None,
-                quiet: bool) -> None:
-    """Create a job: one of --cron/--rrule/--at/--now, one of --message/--webhook. Results go
-    to your inbox (see `onthedot inbox`) unless --no-inbox, and to each --notify-* given."""
-    params = _job_params(cron=cron, rrule=rrule, at=at, now=now, timezone=timezone)
-    if (message is None) == (webhook is None):
-        raise click.UsageError("give exactly one of --message TEXT or --webhook URL")
-    action: dict[str, Any] = ({"type": "message", "text": message} if message is not None
-                              else {"type": "webhook", "url": webhook})
-    body: dict[str, Any] = {"action": action, "job_params": params}
+                at: str | None, in_: str | None, now: bool, timezone: str | None,
+                message: str | None, webhook: str | None, method: str | None,
+                headers: tuple[str, ...], body_text: str | None, retries: int | None,
+                timeout_seconds: float | None, misfire: str | None, emails: tuple[str, ...],
+                hooks: tuple[str, ...], slack_hooks: tuple[str, ...], no_inbox: bool,
+                idempotency_key: str | None, quiet: bool, as_json: bool) -> None:
+    """Create a job: one of --cron/--rrule/--at/--in/--now, one of --message/--webhook. Results
+    go to your inbox (see `onthedot inbox`) unless --no-inbox, and to each --notify-* given.
+    Prints the job as JSON (-q: only its id)."""
+    params = _job_params(cron=cron, rrule=rrule, at=at, in_=in_, now=now, timezone=timezone)
+    action = _action_of(message=message, webhook=webhook, method=method, headers=headers,
+                        body_text=body_text, required=True)
+    body: dict[str, Any] = {"action": action, "job_params": params,
+                            **_policy_fields(retries=retries, timeout_seconds=timeout_seconds,
+                                             misfire=misfire)}
     if emails or hooks or slack_hooks or no_inbox:
         body["notify"] = [*([] if no_inbox else [{"channel": "inbox"}]),
                           *({"channel": "email", "to": a} for a in emails),
@@ -514,40 +718,21 @@ def jobs_create(client: ApiClient, name: str | None, cron: str | None, rrule: st
                             for u in slack_hooks)]
     if name is not None:
         body["name"] = name
-    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-    job = client.call("POST", "/v1/jobs", json=body, headers=headers)
-    if quiet:
+    headers_out = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+    job = client.call("POST", "/v1/jobs", json=body, headers=headers_out)
+    if quiet and not as_json:
         click.echo(job["job_id"])
     else:
         _echo_json(job)
 
 
-def _job_params(*, cron: str | None, rrule: str | None, at: str | None, now: bool,
-                timezone: str | None) -> dict[str, Any]:
-    chosen = [flag for flag, value in (("--cron", cron), ("--rrule", rrule), ("--at", at),
-                                       ("--now", now or None)) if value is not None]
-    if len(chosen) != 1:
-        raise click.UsageError("give exactly one of --cron EXPR, --rrule RULE, --at ISO or --now"
-                               + (f" (got {', '.join(chosen)})" if chosen else ""))
-    if timezone is not None:
-        try:
-            ZoneInfo(timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise click.BadParameter(f"unknown timezone {timezone!r}; expected an IANA name "
-                                     "such as Asia/Taipei", param_hint="--timezone") from None
-    params: dict[str, Any]
-    if at is not None:
-        try:
-            datetime.fromisoformat(at)
-        except ValueError:
-            raise click.BadParameter(f"{at!r} is not an ISO 8601 time; expected e.g. "
-                                     "2026-06-22T08:00 or 2026-06-22T08:00:00+08:00",
-                                     param_hint="--at") from None
-        params = {"type": "one-time", "time": at}
-    elif now:
-        params = {"type": "immediate"}
-    else:
-        params = {"type": "recurring", "schedule": cron if cron is not None else rrule}
+def _job_params(*, cron: str | None, rrule: str | None, at: str | None, in_: str | None,
+                now: bool, timezone: str | None) -> dict[str, Any]:
+    params = _schedule_choice(cron=cron, rrule=rrule, at=at, in_=in_, now=now)
+    if params is None:
+        raise click.UsageError("give exactly one of --cron EXPR, --rrule RULE, --at ISO, "
+                               "--in DURATION or --now")
+    _check_timezone(timezone)
     if timezone is not None:
         params["timezone"] = timezone
     return params
@@ -579,51 +764,130 @@ def jobs_list(client: ApiClient, status: str | None, page_size: int, page_token:
     if as_json:
         _echo_json({"jobs": found, "next_page_token": token})
         return
-    _echo_table([[j["job_id"], j["status"], j["next_run_at"] or "-", _short(j["name"], 40)]
-                 for j in found], ["JOB_ID", "STATUS", "NEXT_RUN_AT", "NAME"])
+    _echo_table([[j["job_id"], _short(j["name"], 30), j["status"], _schedule_text(j),
+                  j["next_run_at"] or "-", _last_result(j["last_run"])] for j in found],
+                ["JOB_ID", "NAME", "STATUS", "SCHEDULE", "NEXT_RUN_AT", "LAST_RESULT"])
     if token:
         click.echo(f"(more: --page-token {token})", err=True)
 
 
+def _schedule_text(job: dict[str, Any]) -> str:
+    """When the job runs, in words: the server's description of a recurring schedule (or the
+    schedule itself where it has none), the instant of a one-time job."""
+    params = job["job_params"]
+    if params["type"] == "immediate":
+        return "right away"
+    if params["type"] == "one-time":
+        return f"once at {params['time']}"
+    words = (job.get("schedule_words") or {}).get("en") or params["schedule"]
+    return _short(f"{words} ({params['timezone']})", 50)
+
+
+def _last_result(run: dict[str, Any] | None) -> str:
+    if run is None:
+        return "-"
+    detail = run["error"] if run["error"] else run["output"]
+    return _short(run["status"] if detail is None else f"{run['status']}: {_short(detail)}", 40)
+
+
 @jobs.command("get")
 @click.argument("job_id")
+@_json_option
 @_client_options
-def jobs_get(client: ApiClient, job_id: str) -> None:
-    """Show one job."""
+def jobs_get(client: ApiClient, job_id: str, as_json: bool) -> None:
+    """Show one job, as JSON."""
     _echo_json(client.call("GET", f"/v1/jobs/{job_id}"))
 
 
 @jobs.command("pause")
 @click.argument("job_id")
+@_json_option
 @_client_options
-def jobs_pause(client: ApiClient, job_id: str) -> None:
-    """Pause a scheduled job (its pending run is cancelled)."""
+def jobs_pause(client: ApiClient, job_id: str, as_json: bool) -> None:
+    """Pause a scheduled job (its pending run is cancelled); prints the job as JSON."""
     _echo_json(client.call("POST", f"/v1/jobs/{job_id}:pause"))
 
 
 @jobs.command("resume")
 @click.argument("job_id")
+@_json_option
 @_client_options
-def jobs_resume(client: ApiClient, job_id: str) -> None:
-    """Resume a paused job."""
+def jobs_resume(client: ApiClient, job_id: str, as_json: bool) -> None:
+    """Resume a paused job; prints the job as JSON."""
     _echo_json(client.call("POST", f"/v1/jobs/{job_id}:resume"))
 
 
 @jobs.command("delete")
 @click.argument("job_id")
+@_json_option
 @_client_options
-def jobs_delete(client: ApiClient, job_id: str) -> None:
-    """Cancel a job and its pending runs."""
+def jobs_delete(client: ApiClient, job_id: str, as_json: bool) -> None:
+    """Cancel a job and its pending runs (--json: print the cancelled job)."""
     client.call("DELETE", f"/v1/jobs/{job_id}")
-    click.echo(f"deleted {job_id}")
+    if as_json:  # the DELETE answers 204; the job as it is now is what a script wants
+        _echo_json(client.call("GET", f"/v1/jobs/{job_id}"))
+    else:
+        click.echo(f"deleted {job_id}")
+
+
+EXIT_RUN_FAILED = 1  # jobs run --wait: the run failed, was skipped or cancelled
+EXIT_WAIT_TIMEOUT = 124  # jobs run --wait: still going after --timeout (as timeout(1) exits)
+WAIT_TIMEOUT_SECONDS = 300.0
+WAIT_POLL_SECONDS = (0.1, 1.0)  # first and longest pause between two looks at the run
+TERMINAL_RUN_STATUSES = frozenset({"SUCCEEDED", "FAILED", "SKIPPED", "CANCELLED"})
 
 
 @jobs.command("run")
 @click.argument("job_id")
+@click.option("--wait", is_flag=True, help="wait for the run to end and print its output "
+              "(exit 0) or error (exit 1)")
+@click.option("--timeout", "wait_seconds", type=click.FloatRange(0, min_open=True),
+              metavar="SECONDS", help=f"with --wait: give up waiting after this long "
+              f"(default {WAIT_TIMEOUT_SECONDS:g}; exit {EXIT_WAIT_TIMEOUT})")
+@_json_option
 @_client_options
-def jobs_run(client: ApiClient, job_id: str) -> None:
-    """Run a job now, in addition to its schedule; prints the new run."""
-    _echo_json(client.call("POST", f"/v1/jobs/{job_id}:run"))
+def jobs_run(client: ApiClient, job_id: str, wait: bool, wait_seconds: float | None,
+             as_json: bool) -> int:
+    """Run a job now, in addition to its schedule. Prints the new run as JSON; with --wait,
+    waits for it to end and prints its result (--json: the finished run)."""
+    if wait_seconds is not None and not wait:
+        raise click.UsageError("--timeout goes with --wait")
+    run = client.call("POST", f"/v1/jobs/{job_id}:run")
+    if not wait:
+        _echo_json(run)
+        return 0
+    limit = WAIT_TIMEOUT_SECONDS if wait_seconds is None else wait_seconds
+    finished = _await_run(client, run, limit)
+    if finished is None:
+        return _fail(f"run {run['run_id']} has not ended after {limit:g}s; it goes on (see "
+                     f"`onthedot jobs runs {job_id}`)", EXIT_WAIT_TIMEOUT)
+    if as_json:
+        _echo_json(finished)
+    elif finished["status"] == "SUCCEEDED":
+        output = finished["output"]
+        if output is not None:
+            click.echo(output if isinstance(output, str)
+                       else json.dumps(output, indent=2, ensure_ascii=False))
+    else:
+        reason = f": {' '.join(str(finished['error']).split())}" if finished["error"] else ""
+        click.echo(f"run {finished['run_id']} {finished['status']} (attempt "
+                   f"{finished['attempt']}){reason}", err=True)
+    return 0 if finished["status"] == "SUCCEEDED" else EXIT_RUN_FAILED
+
+
+def _await_run(client: ApiClient, run: dict[str, Any], limit: float) -> dict[str, Any] | None:
+    """The run once it is terminal, or None when ``limit`` seconds pass first. Polls with a
+    growing pause: a message run ends in well under a second, a webhook may take minutes."""
+    deadline = time.monotonic() + limit
+    pause, longest = WAIT_POLL_SECONDS
+    while run["status"] not in TERMINAL_RUN_STATUSES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(min(pause, left))
+        pause = min(pause * 1.5, longest)
+        run = client.call("GET", f"/v1/runs/{run['run_id']}")
+    return run
 
 
 @jobs.command("runs")
@@ -649,6 +913,99 @@ def jobs_runs(client: ApiClient, job_id: str, page_size: int, page_token: str | 
         click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
 
 
+@jobs.command("update")
+@click.argument("job_id")
+@click.option("--name", help="a new name")
+@click.option("--cron", metavar="EXPR", help="new schedule: recurring, 5-field cron")
+@click.option("--rrule", metavar="RULE", help="new schedule: recurring, RFC 5545")
+@click.option("--at", "at", metavar="ISO", help="new schedule: one time, ISO 8601")
+@click.option("--in", "in_", metavar="DURATION", help="new schedule: one time, this long from "
+              "now (10s, 5m, 1h30m, 2d)")
+@click.option("--timezone", "timezone", metavar="TZ", help="a new IANA timezone (default: "
+              "the job keeps its own)")
+@_action_options
+@_policy_options
+@_json_option
+@_client_options
+def jobs_update(client: ApiClient, job_id: str, name: str | None, cron: str | None,
+                rrule: str | None, at: str | None, in_: str | None, timezone: str | None,
+                message: str | None, webhook: str | None, method: str | None,
+                headers: tuple[str, ...], body_text: str | None, retries: int | None,
+                timeout_seconds: float | None, misfire: str | None, as_json: bool) -> None:
+    """Change a job: only what is given is sent (PATCH). A new schedule replaces the pending
+    run and keeps the job's timezone unless --timezone; a new action replaces the old one
+    whole. Prints the job as JSON."""
+    schedule = _schedule_choice(cron=cron, rrule=rrule, at=at, in_=in_, now=False)
+    _check_timezone(timezone)
+    body: dict[str, Any] = _policy_fields(retries=retries, timeout_seconds=timeout_seconds,
+                                          misfire=misfire)
+    action = _action_of(message=message, webhook=webhook, method=method, headers=headers,
+                        body_text=body_text, required=False)
+    if action is not None:
+        body["action"] = action
+    if name is not None:
+        body["name"] = name
+    if schedule is not None or timezone is not None:
+        body["job_params"] = _new_params(client, job_id, schedule, timezone)
+    if not body:
+        raise click.UsageError("nothing to change: give --name, a schedule, --timezone, an "
+                               "action, --retries, --timeout or --misfire")
+    _echo_json(client.call("PATCH", f"/v1/jobs/{job_id}", json=body))
+
+
+def _new_params(client: ApiClient, job_id: str, schedule: dict[str, Any] | None,
+                timezone: str | None) -> dict[str, Any]:
+    """The API replaces job_params whole and fills a missing timezone with the server's
+    default, so what the user left alone is copied from the job as it is."""
+    current = client.call("GET", f"/v1/jobs/{job_id}")["job_params"]
+    params = schedule if schedule is not None else {
+        key: current[key] for key in ("type", "time", "schedule") if current[key] is not None}
+    params["timezone"] = timezone if timezone is not None else current["timezone"]
+    if current.get("flexible_window_seconds") and params["type"] != "immediate":
+        params["flexible_window_seconds"] = current["flexible_window_seconds"]
+    return params
+
+
+@cli.group("dead-letters")
+def dead_letters() -> None:
+    """Runs that failed their last attempt: list them, send one back to the queue."""
+
+
+@dead_letters.command("list")
+@click.option("--page-size", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--page-token", help="next_page_token of a previous page")
+@_json_option
+@_client_options
+def dead_letters_list(client: ApiClient, page_size: int, page_token: str | None,
+                      as_json: bool) -> None:
+    """Your dead-lettered runs, newest first, with their error."""
+    query: dict[str, Any] = {"page_size": page_size}
+    if page_token:
+        query["page_token"] = page_token
+    page = client.call("GET", "/v1/dead-letters", params=query)
+    if as_json:
+        _echo_json(page)
+        return
+    _echo_table([[r["run_id"], r["job_id"], r["finished_at"] or "-", str(r["attempt"]),
+                  _short(r["error"] or "")] for r in page["dead_letters"]],
+                ["RUN_ID", "JOB_ID", "FINISHED_AT", "ATTEMPTS", "ERROR"])
+    if page["next_page_token"]:
+        click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
+
+
+@dead_letters.command("redrive")
+@click.argument("run_id")
+@_json_option
+@_client_options
+def dead_letters_redrive(client: ApiClient, run_id: str, as_json: bool) -> None:
+    """Send a dead-lettered run back to the queue with a fresh attempt count."""
+    run = client.call("POST", f"/v1/dead-letters/{run_id}:redrive")
+    if as_json:
+        _echo_json(run)
+    else:
+        click.echo(f"redriven {run['run_id']} (job {run['job_id']}): {run['status']}")
+
+
 IMPORT_BATCH_JOBS = 1000  # the most POST /v1/jobs:batch takes
 IMPORT_TIMEOUT_SECONDS = 300.0  # one batch of 1,000 jobs on a busy server
 
@@ -660,24 +1017,30 @@ IMPORT_TIMEOUT_SECONDS = 300.0  # one batch of 1,000 jobs on a busy server
 @click.option("--idempotency-prefix", metavar="TEXT", help="a line without an "
               "idempotency_key gets the key TEXT:LINE, so importing the file again creates "
               "nothing twice")
+@_json_option
 @_client_options
 def jobs_import(client: ApiClient, file: str, batch_size: int,
-                idempotency_prefix: str | None) -> int:
+                idempotency_prefix: str | None, as_json: bool) -> int:
     """Create the jobs of FILE, a JSON Lines file: one job per line as POST /v1/jobs takes
     it, with an optional idempotency_key. Every line is checked to be a JSON object before
     anything is sent; then the jobs go in batches (each batch one transaction). Prints a line
-    per refused job and a summary; exits 1 if any job was refused."""
+    per refused job and a summary (--json: one JSON object with both); exits 1 if any job was
+    refused."""
     total = sum(1 for _ in _jsonl_objects(file))  # a bad line stops us before any request
     tally: dict[str, int] = {"created": 0, "existed": 0, "refused": 0}
+    refused: list[dict[str, Any]] | None = [] if as_json else None
     batch: list[tuple[int, dict[str, Any]]] = []
     for numbered in _jsonl_objects(file):
         batch.append(numbered)
         if len(batch) == batch_size:
-            _import_batch(client, batch, idempotency_prefix, tally)
+            _import_batch(client, batch, idempotency_prefix, tally, refused)
             batch = []
     if batch:
-        _import_batch(client, batch, idempotency_prefix, tally)
-    click.echo(f"{total} jobs in {file}: {_tally_text(tally)}")
+        _import_batch(client, batch, idempotency_prefix, tally, refused)
+    if refused is not None:
+        _echo_json({"file": file, "total": total, **tally, "problems": refused})
+    else:
+        click.echo(f"{total} jobs in {file}: {_tally_text(tally)}")
     return 1 if tally["refused"] else 0
 
 
@@ -705,7 +1068,8 @@ def _jsonl_objects(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _import_batch(client: ApiClient, batch: list[tuple[int, dict[str, Any]]],
-                  prefix: str | None, tally: dict[str, int]) -> None:
+                  prefix: str | None, tally: dict[str, int],
+                  refused: list[dict[str, Any]] | None = None) -> None:
     jobs = [{"idempotency_key": f"{prefix}:{number}", **job}
             if prefix is not None and "idempotency_key" not in job else job
             for number, job in batch]
@@ -726,6 +1090,9 @@ def _import_batch(client: ApiClient, batch: list[tuple[int, dict[str, Any]]],
             tally["existed"] += 1
         else:
             tally["refused"] += 1
+            if refused is not None:  # --json: the server's problem, as it answered it
+                refused.append({"line": number, "problem": result["problem"]})
+                continue
             click.echo(f"line {number}: {_item_problem_line(result['problem'], index)}",
                        err=True)
 
@@ -778,10 +1145,14 @@ def inbox(ctx: click.Context, client: ApiClient, unread: bool, page_size: int,
 
 @inbox.command("read")
 @click.argument("item_id")
+@_json_option
 @_client_options
-def inbox_read(client: ApiClient, item_id: str) -> None:
+def inbox_read(client: ApiClient, item_id: str, as_json: bool) -> None:
     """Show an inbox item in full and mark it read."""
     item = client.call("POST", f"/v1/inbox/{item_id}:read")
+    if as_json:
+        _echo_json(item)
+        return
     click.echo(f"{item['title']}  ({item['delivered_at']}, run {item['run_id']})")
     click.echo(item["text"])
 

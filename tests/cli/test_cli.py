@@ -187,7 +187,8 @@ def test_jobs_commands_against_a_server(capsys: pytest.CaptureFixture[str],
     code, out, _err = run_cli(capsys, "jobs", "list", *url)
     assert code == 0
     lines = out.strip().splitlines()
-    assert lines[0].split() == ["JOB_ID", "STATUS", "NEXT_RUN_AT", "NAME"]
+    assert lines[0].split() == ["JOB_ID", "NAME", "STATUS", "SCHEDULE", "NEXT_RUN_AT",
+                                "LAST_RESULT"]
     assert [line.split()[0] for line in lines[1:]] == [news_id, job_id]
 
     code, out, _err = run_cli(capsys, "jobs", "list", "--json", "--all", "--page-size", "1",

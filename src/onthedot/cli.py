@@ -476,6 +476,10 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+FREE_TEXT_COLUMNS = frozenset({"NAME", "SCHEDULE", "LAST_RESULT", "RESULT", "ERROR", "TITLE",
+                               "TEXT"})
+
+
 def _echo_rich_table(rows: list[list[str]], header: list[str]) -> None:
     """On a terminal: a table that fits its width (long cells fold instead of wrapping the
     whole line)."""
@@ -484,7 +488,10 @@ def _echo_rich_table(rows: list[list[str]], header: list[str]) -> None:
 
     table = Table(box=None, header_style="bold", pad_edge=False)
     for name in header:
-        table.add_column(name, overflow="fold")
+        if name in FREE_TEXT_COLUMNS:
+            table.add_column(name, overflow="fold", ratio=1, min_width=len(name))
+        else:  # an id or a time broken over two lines cannot be copied
+            table.add_column(name, no_wrap=True)
     for row in rows:
         table.add_row(*row)
     Console(highlight=False).print(table)

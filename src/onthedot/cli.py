@@ -560,8 +560,7 @@ def _schedule_choice(*, cron: str | None, rrule: str | None, at: str | None,
                                      param_hint="--at") from None
         return {"type": "one-time", "time": at}
     if in_ is not None:
-        when = datetime.now(UTC) + _duration(in_)
-        return {"type": "one-time", "time": when.isoformat(timespec="seconds")}
+        return {"type": "one-time", "time": _from_now(in_).isoformat(timespec="seconds")}
     if now:
         return {"type": "immediate"}
     if cron is not None or rrule is not None:
@@ -569,18 +568,21 @@ def _schedule_choice(*, cron: str | None, rrule: str | None, at: str | None,
     return None
 
 
-def _duration(text: str) -> timedelta:
-    """'90s', '10m', '1h30m', '2d' (or bare seconds, '45') as a time span."""
-    if text.strip().isdigit():
-        return timedelta(seconds=int(text))
-    found = DURATION.fullmatch(text.strip().lower())
-    if not found or not any(found.groups()):
+def _from_now(text: str) -> datetime:
+    """The UTC instant '90s', '10m', '1h30m', '2d' (or bare seconds, '45') from now."""
+    plain = text.strip().lower()
+    found = DURATION.fullmatch(plain)
+    if plain.isdigit():
+        days, hours, minutes, seconds = 0, 0, 0, int(plain)
+    elif found and any(found.groups()):
+        days, hours, minutes, seconds = (int(g or 0) for g in found.groups())
+    else:
         raise click.BadParameter(f"{text!r} is not a duration; expected e.g. 10s, 5m, 1h30m "
                                  "or 2d", param_hint="--in")
-    days, hours, minutes, seconds = (int(g or 0) for g in found.groups())
     try:
-        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-    except OverflowError:
+        return datetime.now(UTC) + timedelta(days=days, hours=hours, minutes=minutes,
+                                             seconds=seconds)
+    except OverflowError:  # past the year 9999
         raise click.BadParameter(f"{text!r} is too far ahead", param_hint="--in") from None
 
 

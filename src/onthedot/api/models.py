@@ -49,7 +49,7 @@ class JobParamsIn(_Request):
         examples=["2026-06-22T08:00:00+08:00"])
     schedule: str | None = Field(
         default=None, description="recurring: 5-field cron, RFC 5545 RRULE or VEVENT",
-        examples=["0 8 * * *", "FREQ=DAILY;BYHOUR=8"])
+        examples=["0 8 * * *", "FREQ=DAILY;BYHOUR=8;BYMINUTE=0"])
     timezone: str | None = Field(
         default=None, description="IANA timezone; default: the server's default_timezone",
         examples=["Asia/Taipei"])

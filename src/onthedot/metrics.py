@@ -1,7 +1,7 @@
 """Prometheus metrics of one process, in their own registry (several runtimes can share a
 test process without clashing).
 
-Two kinds, and the difference matters in the split layout (docs/reliability.md, "Metrics"):
+Two kinds, and the difference matters in the split layout (docs/operations.md, "Metrics"):
 
 * Counters and histograms count what THIS process did (runs it finished, attempts it started,
   runs it dispatched); each role's process exports its own, and Prometheus sums them

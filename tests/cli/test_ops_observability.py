@@ -1,6 +1,6 @@
-"""What an operator sees of the split layout: ``onthedot watcher``, ``rescuer`` and ``worker``
-as real processes on one database (a SQLite file, or a PostgreSQL schema), each with
-``ONTHEDOT_LOG_FORMAT=json`` and its own ``/metrics`` (``ONTHEDOT_METRICS_PORT``).
+"""What an operator sees of the split layout: ``onthedot watcher``, ``rescuer``, ``recurring``
+and ``worker`` as real processes on one database (a SQLite file, or a PostgreSQL schema), each
+with ``ONTHEDOT_LOG_FORMAT=json`` and its own ``/metrics`` (``ONTHEDOT_METRICS_PORT``).
 
 One scenario: a run that succeeds, one that fails for good (dead-lettered), one that a crashed
 worker left RUNNING (rescued, then finished), one skipped as missed, and a message that names no
@@ -193,6 +193,7 @@ def test_split_roles_log_each_outcome_once_and_report_shared_gauges(
         seeded = asyncio.run(seed(deployment.settings, receiver.url))
         watcher = deployment.start("watcher")
         rescuer = deployment.start("rescuer")
+        recurring = deployment.start("recurring")
 
         # No worker yet: every process sees the backlog build up in the shared store.
         def backlog() -> bool:
@@ -228,10 +229,14 @@ def test_split_roles_log_each_outcome_once_and_report_shared_gauges(
         by_watcher = watcher.scrape()
         assert value(by_watcher, "onthedot_runs_finished_total", status="SUCCEEDED") == 0
         assert value(by_watcher, "onthedot_dead_letters") == 1
+        assert value(recurring.scrape(), "onthedot_dead_letters") == 1
+        # The recurring watcher applies the terminal run events: the lag returns to 0.
+        wait_until(lambda: value(recurring.scrape(), "onthedot_run_event_lag_seconds") == 0,
+                   30, "the recurring watcher to apply the run events")
 
-        for role in (worker, watcher, rescuer):
+        for role in deployment.roles:
             role.proc.send_signal(signal.SIGTERM)
-        for role in (worker, watcher, rescuer):
+        for role in deployment.roles:
             assert role.proc.wait(timeout=30) == 0, role.text()
     finally:
         receiver.stop()
@@ -268,10 +273,10 @@ def test_split_roles_log_each_outcome_once_and_report_shared_gauges(
     # Shutdown: only the worker waits for runs; every process ends with one final line.
     waits = [line["message"] for line in worker.lines() if "waiting up to" in line["message"]]
     assert waits == ["stopping: waiting up to 5s for 0 runs in flight"]
-    for role in (watcher, rescuer):
+    for role in (watcher, rescuer, recurring):
         assert not any("waiting" in line["message"] or "in flight" in line["message"]
                        for line in role.lines()), role.text()
-    for role in (worker, watcher, rescuer):
+    for role in deployment.roles:
         assert role.lines()[-1]["message"] == "onthedot stopped", role.text()
         assert not any(line["logger"].startswith(("httpx", "httpcore"))
                        for line in role.lines())

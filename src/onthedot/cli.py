@@ -33,7 +33,7 @@ import click
 import httpx
 import pydantic
 
-from onthedot import __version__
+from onthedot import __version__, logs
 from onthedot.config import Settings, load_settings
 from onthedot.domain.errors import ConfigError, OnTheDotError
 from onthedot.store.base import Migrated
@@ -117,11 +117,8 @@ def _workers_option(fn: F) -> F:
 
 def _settings(**flags: Any) -> Settings:
     settings = load_settings(**flags)
-    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if settings.log_level.upper() != "DEBUG":
-        # httpx logs every webhook call at INFO: one line per run drowns everything else.
-        logging.getLogger("httpx").setLevel(logging.WARNING)
+    # ONTHEDOT_LOG_FORMAT, and httpx/httpcore held at WARNING: see onthedot/logs.py
+    logs.configure(settings.log_level, settings.log_format, settings.log_quiet)
     return settings
 
 
@@ -309,6 +306,7 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
         raise
     try:
         check_bind_allowed(settings.host, await runtime.store.tokens_exist())
+        await runtime.serve_metrics()  # only when ONTHEDOT_METRICS_PORT is set
         if roles:
             await runtime.start(roles)
         config = uvicorn.Config(create_app(runtime), lifespan="on", log_config=None,
@@ -321,12 +319,11 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
                  f"[{host}]" if ":" in host else host, port, ", ".join(roles) or "none")
         with _absorb_reraised_signals():
             await server.serve(sockets=[sock])
-            if roles:
-                log.info("shutting down: in-flight runs get %gs", settings.shutdown_grace)
-                await runtime.stop()
+            await runtime.stop()  # says how many runs it waits for, when it runs a worker
     finally:
         sock.close()
         await runtime.close()
+    log.info("onthedot stopped")
 
 
 async def _migrate(settings: Settings) -> Migrated:

@@ -6,6 +6,7 @@ it, the API on loopback.
 
 from __future__ import annotations
 
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
@@ -83,6 +84,21 @@ class Settings(BaseSettings):
     access_log: bool = Field(False, description="one log line per HTTP request (uvicorn's "
                              "access log); off by default: under load the line costs more "
                              "than many requests")
+    # --- what an operator sees (logs and metrics of every role) ---
+    log_format: Literal["text", "json"] = Field("text", description="text: one readable line "
+                                                "per event; json: one JSON object per line "
+                                                "(time, level, logger, message, and job_id, "
+                                                "run_id, attempt, error when the line is about "
+                                                "a run) for log shippers")
+    log_quiet: str = Field("httpx,httpcore",
+                           description="comma-separated loggers held at WARNING whatever "
+                           "log_level says (their DEBUG lines are per request or per query); "
+                           "empty to hear them all")
+    metrics_port: int | None = Field(None, ge=0, le=65535, description="port of a Prometheus "
+                                     "/metrics endpoint of this process (worker, watcher, "
+                                     "recurring, rescuer); unset = none (serve and api always "
+                                     "answer /metrics on the API port)")
+    metrics_host: str = Field("127.0.0.1", description="bind address of the metrics endpoint")
 
     @field_validator("smtp_url")
     @classmethod

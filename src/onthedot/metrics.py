@@ -1,9 +1,30 @@
 """Prometheus metrics of one process, in their own registry (several runtimes can share a
-test process without clashing)."""
+test process without clashing).
+
+Two kinds, and the difference matters in the split layout (docs/operations.md, "Metrics"):
+
+* Counters and histograms count what THIS process did (runs it finished, attempts it started,
+  runs it dispatched); each role's process exports its own, and Prometheus sums them
+  (``sum without (instance) (...)``).
+* Gauges of shared state (open runs by status, dead letters, queue depth, event lag, the oldest
+  due run) are read from the store and the queue at scrape time, so every process reports the
+  same truth whichever role it runs.
+
+``MetricsServer`` serves ``/metrics`` for a process that has no API (``ONTHEDOT_METRICS_PORT``).
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
+
+from onthedot.domain.errors import ConfigError
+
+log = logging.getLogger("onthedot.metrics")
 
 LATENESS_BUCKETS_SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 
@@ -36,3 +57,73 @@ class Metrics:
         self.deliveries = Counter("onthedot_deliveries", "Sends of run outputs to their "
                                   "channels, by channel and outcome (delivered, failed)",
                                   ["channel", "status"], registry=self.registry)
+        self.run_lateness = Histogram(
+            "onthedot_run_lateness_seconds", "Action start minus scheduled time, of first "
+            "attempts, observed by the worker that started them",
+            buckets=LATENESS_BUCKETS_SECONDS, registry=self.registry)
+        self.oldest_due = Gauge("onthedot_oldest_due_run_age_seconds", "Age of the oldest run "
+                                "that is due and not yet started: pending, queued, or a retry "
+                                "past its time (at scrape time; 0 when none)",
+                                registry=self.registry)
+
+
+REQUEST_READ_TIMEOUT_SECONDS = 5.0  # a client that sends no request line in time is dropped
+MAX_REQUEST_HEAD_LINES = 100  # headers read (and ignored) before answering
+
+
+class MetricsServer:
+    """The smallest HTTP server that Prometheus can scrape: ``GET /metrics`` answers the text
+    exposition format (``render`` builds it, refreshing the gauges of shared state); anything
+    else is 404. One connection, one answer; no keep-alive."""
+
+    def __init__(self, render: Callable[[], Awaitable[bytes]]) -> None:
+        self._render = render
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        """Bind and listen; returns the bound address (port 0 picks a free one)."""
+        try:
+            self._server = await asyncio.start_server(self._serve, host, port)
+        except OSError as exc:
+            raise ConfigError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}",
+                              field="metrics_port",
+                              expected="a free port and a local address") from exc
+        bound = self._server.sockets[0].getsockname()
+        return str(bound[0]), int(bound[1])
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(REQUEST_READ_TIMEOUT_SECONDS):
+                request = await reader.readline()
+                for _ in range(MAX_REQUEST_HEAD_LINES):
+                    if (await reader.readline()) in (b"\r\n", b"\n", b""):
+                        break
+            method, _, rest = request.decode("latin-1").partition(" ")
+            path = rest.split(" ", 1)[0].split("?", 1)[0]
+            if method in ("GET", "HEAD") and path == "/metrics":
+                body = await self._render()
+                head = _head("200 OK", CONTENT_TYPE_LATEST, len(body))
+                writer.write(head if method == "HEAD" else head + body)
+            else:
+                body = b"not found: try /metrics\n"
+                writer.write(_head("404 Not Found", "text/plain; charset=utf-8", len(body)) + body)
+            await writer.drain()
+        except Exception as exc:  # one scrape failing must not stop the next one
+            log.warning("metrics request failed: %s", exc)
+            with contextlib.suppress(Exception):
+                writer.write(_head("500 Internal Server Error", "text/plain", 0))
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+
+def _head(status: str, content_type: str, length: int) -> bytes:
+    return (f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {length}\r\nConnection: close\r\n\r\n").encode("latin-1")

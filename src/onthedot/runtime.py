@@ -17,21 +17,27 @@ from collections.abc import Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from prometheus_client import generate_latest
+
 from onthedot.actions import ActionRegistry, WebhookSigner, default_registry
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock, SystemClock
 from onthedot.domain.errors import ConfigError
-from onthedot.metrics import Metrics
+from onthedot.metrics import Metrics, MetricsServer
 from onthedot.queue.base import Queue
 from onthedot.service import JobService
 from onthedot.store.base import Store
 from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
+from onthedot.watcher.recurring import CONSUMER as RECURRING_CONSUMER
 from onthedot.worker import Worker
 
 log = logging.getLogger("onthedot")
 
 ROLES = ("watcher", "worker", "recurring", "rescuer")
 SHARDS_SETTING = "shards"
+# Gauges of stored runs count at most this many per status (a scrape must stay cheap whatever
+# the database holds); a gauge at the cap reads as "at least".
+SCRAPE_COUNT_CAP = 100_000
 
 
 # The packages each optional extra brings (pyproject.toml), by top-level module name.
@@ -131,6 +137,7 @@ class Runtime:
     rescuer: Rescuer | None = None
     worker: Worker | None = None
     _watcher_store: Store | None = None
+    _metrics_server: MetricsServer | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -191,6 +198,10 @@ class Runtime:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         if self.worker is not None:
+            # Only a worker runs actions; the other roles have nothing to wait for.
+            n = self.worker.inflight
+            log.info("stopping: waiting up to %gs for %d run%s in flight", grace, n,
+                     "" if n == 1 else "s")
             await self.worker.drain(grace)
         self.dispatcher = self.recurring = self.rescuer = self.worker = None
         if self._watcher_store is not None:
@@ -199,9 +210,43 @@ class Runtime:
 
     async def close(self) -> None:
         await self.stop()
+        if self._metrics_server is not None:
+            await self._metrics_server.close()
+            self._metrics_server = None
         with contextlib.suppress(Exception):
             await self.queue.close()
         await self.store.close()
+
+    # --- metrics -----------------------------------------------------------------------------
+    async def metrics_text(self) -> bytes:
+        """Prometheus text of this process: its own counters, and the gauges of shared state
+        read from the store and the queue now, so every role's process reports the same."""
+        m = self.metrics
+        try:
+            counts = await self.store.runs_count_capped(SCRAPE_COUNT_CAP)
+            for run_status, count in counts.open.items():
+                m.runs_by_status.labels(status=run_status.value).set(count)
+            m.dead_letters.set(counts.dead_lettered)
+            m.queue_depth.set(await self.queue.depth())
+            now = self.clock.now()
+            m.event_lag.set(await self.store.events_lag(RECURRING_CONSUMER, now))
+            oldest = await self.store.runs_oldest_due(now, self.settings.shards)
+            m.oldest_due.set(0.0 if oldest is None else max(0.0, (now - oldest).total_seconds()))
+        except Exception as exc:
+            # The counters are still worth a scrape; the gauges keep their last values.
+            log.warning("metrics: shared state unreadable (%s); gauges not refreshed", exc)
+        return generate_latest(m.registry)
+
+    async def serve_metrics(self) -> tuple[str, int] | None:
+        """Serve /metrics on ONTHEDOT_METRICS_HOST:ONTHEDOT_METRICS_PORT until close(); nothing
+        when no port is set. Returns the bound address."""
+        if self.settings.metrics_port is None or self._metrics_server is not None:
+            return None
+        server = MetricsServer(self.metrics_text)
+        host, port = await server.start(self.settings.metrics_host, self.settings.metrics_port)
+        self._metrics_server = server
+        log.info("metrics on http://%s:%d/metrics", f"[{host}]" if ":" in host else host, port)
+        return host, port
 
 
 async def serve_roles(settings: Settings, roles: Iterable[str]) -> None:
@@ -215,9 +260,11 @@ async def serve_roles(settings: Settings, roles: Iterable[str]) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
+        await runtime.serve_metrics()
         await runtime.start(roles)
         log.info("running %s as %s", ", ".join(sorted(roles)), runtime.member_id)
         await stop.wait()
-        log.info("stopping: in-flight runs get %gs", settings.shutdown_grace)
+        log.info("stopping %s", ", ".join(sorted(roles)))
     finally:
         await runtime.close()
+    log.info("onthedot stopped")

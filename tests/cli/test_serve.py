@@ -114,12 +114,14 @@ def test_sigterm_lets_the_in_flight_run_finish(serve: Served) -> None:
                 "job_params": {"type": "immediate"}}).json()["job_id"]
             assert receiver.arrived.wait(timeout=20), serve.log()
         serve.proc.send_signal(signal.SIGTERM)
-        wait_until(lambda: "in-flight runs get" in serve.log(), 10, "shutdown to begin")
+        wait_until(lambda: "waiting up to 5s for 1 run in flight" in serve.log(), 10,
+                   "shutdown to begin")
         receiver.release()  # the held request answers 200 within the grace period
         assert serve.proc.wait(timeout=30) == 0, serve.log()
     finally:
         receiver.stop()
     assert "Traceback" not in serve.log()
+    assert serve.log().rstrip().endswith("onthedot stopped"), serve.log()
     # The run was recorded as succeeded before the process exited.
     assert _run_status(serve, job_id) == "SUCCEEDED"
 

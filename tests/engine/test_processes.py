@@ -153,7 +153,7 @@ async def test_zombie_worker_late_completion_is_rejected(tmp_path: Path, client_
     before = (await client_rt.service.list_runs("alice", job_id)).items[0]
     webhook.release()  # the zombie's action now completes...
     zombie.proc.send_signal(signal.SIGCONT)
-    wait_until(lambda: "late result of a fenced attempt discarded" in zombie.log(), 20,
+    wait_until(lambda: "result of attempt 1 discarded" in zombie.log(), 20,
                "the zombie to try to record its result")
     after = (await client_rt.service.list_runs("alice", job_id)).items[0]
     assert after == before, "the zombie's late write must change nothing"

@@ -6,19 +6,14 @@ from __future__ import annotations
 import logging
 
 from fastapi import APIRouter, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from onthedot.api.models import Health, Problem
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE, problem
 from onthedot.api.routes_jobs import RuntimeDep
-from onthedot.watcher.recurring import CONSUMER as RECURRING_CONSUMER
 
 log = logging.getLogger("onthedot.api")
 router = APIRouter(tags=["operations"])
-
-# Gauges of stored runs count at most this many per status (a scrape must stay cheap whatever
-# the database holds); a gauge at the cap reads as "at least".
-SCRAPE_COUNT_CAP = 100_000
 
 
 @router.get("/healthz", response_model=Health)
@@ -51,12 +46,6 @@ async def readyz(request: Request, rt: RuntimeDep) -> Response | Health:
 @router.get("/metrics", response_class=Response,
             responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})
 async def metrics(rt: RuntimeDep) -> Response:
-    """Prometheus text format. Gauges of stored state are refreshed at scrape time."""
-    m = rt.metrics
-    counts = await rt.store.runs_count_capped(SCRAPE_COUNT_CAP)
-    for run_status, count in counts.open.items():
-        m.runs_by_status.labels(status=run_status.value).set(count)
-    m.dead_letters.set(counts.dead_lettered)
-    m.queue_depth.set(await rt.queue.depth())
-    m.event_lag.set(await rt.store.events_lag(RECURRING_CONSUMER, rt.clock.now()))
-    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
+    """Prometheus text format: this process's counters, and gauges of shared state (runs by
+    status, dead letters, queue depth, event lag, oldest due run) read at scrape time."""
+    return Response(await rt.metrics_text(), media_type=CONTENT_TYPE_LATEST)

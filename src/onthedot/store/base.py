@@ -68,6 +68,11 @@ WATERMARK_MARGIN_SECONDS = 300.0
 WATERMARK_TOUCH_SECONDS = WATERMARK_MARGIN_SECONDS / 2
 
 
+# runs_oldest_due looks at this many of the oldest queued runs (a bounded scrape whatever the
+# backlog; queued runs leave roughly in the order they were queued)
+OLDEST_DUE_ENQUEUED_CAP = 1000
+
+
 @dataclass(frozen=True)
 class JobCreated:
     job: Job
@@ -501,3 +506,13 @@ class Store(FeedStateStore, Protocol):
     async def token_user(self, token_hash: str) -> str | None: ...
 
     async def tokens_exist(self) -> bool: ...
+
+    # --- operations (metrics) ---------------------------------------------------------------
+    async def runs_oldest_due(self, now: datetime, shards: int) -> datetime | None:
+        """When the oldest run that is due and not yet started fell due, or None when every
+        due run has started. Due means: PENDING with scheduled_at <= now, RETRYING with
+        retry_at <= now, or ENQUEUED (due at scheduled_at on its first attempt, at enqueued_at
+        after a retry or a hand-back; only the oldest ``OLDEST_DUE_ENQUEUED_CAP`` queued runs
+        are looked at). ``shards`` is the deployment's shard count. Read-only and bounded
+        (a probe per shard), so every metrics scrape may call it."""
+        ...

@@ -56,6 +56,7 @@ from onthedot.domain.errors import BackendError, ConfigError
 from onthedot.domain.ids import bucket_start, scheduled_at_of, time_bucket_of
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
 from onthedot.store.base import (
+    OLDEST_DUE_ENQUEUED_CAP,
     WATERMARK_TOUCH_SECONDS,
     ApplyResult,
     DueClaim,
@@ -835,6 +836,15 @@ class PostgresStore(SharedReads):
         if self._listener is not None:
             listener, self._listener = self._listener, None
             await listener.close()
+
+    # --- operations (metrics) ---------------------------------------------------------------
+    async def runs_oldest_due(self, now: datetime, shards: int) -> datetime | None:
+        row = await self._one(Q["runs_oldest_due"], {
+            "now": now, "shards": shards, "enqueued_cap": OLDEST_DUE_ENQUEUED_CAP})
+        assert row is not None  # an aggregate always has a row
+        due = [at for at in (row[k] for k in ("pending", "retrying", "enqueued"))
+               if at is not None and at <= now]
+        return min(due, default=None)
 
 
 async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:

@@ -32,6 +32,7 @@ from onthedot.domain.models import (
     RunStatus,
 )
 from onthedot.store.base import (
+    OLDEST_DUE_ENQUEUED_CAP,
     WATERMARK_TOUCH_SECONDS,
     ApplyResult,
     DueClaim,
@@ -57,6 +58,7 @@ from onthedot.store.codec import (
     job_from_row,
     job_to_params,
     need_ts,
+    parse_ts,
     run_from_row,
     run_to_params,
     ts,
@@ -477,6 +479,15 @@ class SqliteStore(SharedReads):
             "shard": shard, "bucket": bucket, "now": ts(now), "limit": 100,
         })
         return [str(r["detail"]) for r in rows]
+
+    # --- operations (metrics) ---------------------------------------------------------------
+    async def runs_oldest_due(self, now: datetime, shards: int) -> datetime | None:
+        row = await self._one(Q["runs_oldest_due"], {
+            "now": ts(now), "shards": shards, "enqueued_cap": OLDEST_DUE_ENQUEUED_CAP})
+        assert row is not None  # an aggregate always has a row
+        due = [at for at in (parse_ts(row[k]) for k in ("pending", "retrying", "enqueued"))
+               if at is not None and at <= now]
+        return min(due, default=None)
 
 
 def _apply_migrations(c: sqlite3.Connection) -> Migrated:

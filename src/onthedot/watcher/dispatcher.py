@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
+from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
 from onthedot.store.base import DueClaim, Store
@@ -78,7 +79,8 @@ class Dispatcher:
                                                        .total_seconds()))
         for run in claimed.skipped:
             log.info("run %s of job %s skipped: missed by more than %gs (misfire policy skip)",
-                     run.run_id, run.job_id, self.settings.misfire_grace)
+                     run.run_id, run.job_id, self.settings.misfire_grace,
+                     extra=run_fields(run, "missed: misfire policy is skip"))
         return len(runs) + len(claimed.skipped)
 
     async def run(self, stop: asyncio.Event) -> None:

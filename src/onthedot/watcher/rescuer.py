@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
 from onthedot.domain.models import JobRun, RunStatus
+from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
 from onthedot.store.base import Prune, Store
@@ -115,11 +116,12 @@ class Rescuer:
                 expired += 1
                 log.warning("run %s of job %s: attempt %d lost its worker (lease ended %s) "
                             "and its message; handed back", run.run_id, run.job_id, run.attempt,
-                            run.lease_expires_at)
+                            run.lease_expires_at, extra=run_fields(run))
             else:
                 lost += 1
                 log.warning("run %s of job %s: enqueued at %s but no message is left; "
-                            "published again", run.run_id, run.job_id, run.enqueued_at)
+                            "published again", run.run_id, run.job_id, run.enqueued_at,
+                            extra=run_fields(run))
         await self._publish(handed)
         return expired, lost
 

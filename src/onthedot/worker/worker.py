@@ -46,6 +46,7 @@ from onthedot.domain.clock import Clock
 from onthedot.domain.delivery import InboxItem
 from onthedot.domain.errors import ActionError, BackendError, OnTheDotError
 from onthedot.domain.models import MAX_BACKOFF_SECONDS, Job, JobRun, RetryPolicy, RunStatus
+from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Delivery, Queue
 from onthedot.store.base import RunClaim, RunFinish, RunRetry, Store
@@ -195,6 +196,8 @@ class Worker:
         run_id = _run_id(delivery)
         if run_id is None:
             await self.queue.dead_letter(delivery, "unreadable message")
+            log.warning("message %s names no run; dead-lettered unread", delivery.message_id,
+                        extra={"error": "unreadable message"})
             return
         token = secrets.token_hex(16)
         run = await self.store.run_claim(RunClaim(run_id=run_id, token=token,
@@ -225,6 +228,10 @@ class Worker:
                                       f"gave up after {run.attempt - 1} unfinished attempts")
             return
         self.metrics.attempts.inc()
+        if run.attempt == 1:
+            # First attempts only: a retry starts late on purpose (its backoff).
+            self.metrics.run_lateness.observe(
+                max(0.0, (self.clock.now() - run.scheduled_at).total_seconds()))
         ok, output, error, retryable = await self._execute(job, run)
         if ok:
             inbox = await self.deliverer.deliver(job, run, output)  # see its docstring
@@ -282,6 +289,9 @@ class Worker:
         try:
             if await self.store.run_release(run.run_id, token, self.clock.now()):
                 await self.queue.nack(delivery, 0)
+                log.info("run %s of job %s: attempt %d interrupted by shutdown; handed back "
+                         "to the queue", run.run_id, run.job_id, run.attempt,
+                         extra=run_fields(run))
         except Exception:
             log.warning("could not release run %s; it returns after its lease", run.run_id,
                         exc_info=True)
@@ -342,9 +352,13 @@ class Worker:
         event = await self._record(f"the result of run {run.run_id}",
                                    lambda: self.store.run_finish(finish))
         if event is None:
-            log.warning("run %s: late result of a fenced attempt discarded", run.run_id)
+            log.warning("run %s of job %s: result of attempt %d discarded, another attempt "
+                        "holds the run", run.run_id, run.job_id, run.attempt,
+                        extra=run_fields(run))
         else:
             self.metrics.runs_finished.labels(status="SUCCEEDED").inc()
+            log.info("run %s of job %s succeeded on attempt %d", run.run_id, run.job_id,
+                     run.attempt, extra=run_fields(run))
         await self.queue.ack(delivery)
 
     async def _retry(self, job: Job, run: JobRun, token: str, delivery: Delivery,
@@ -355,8 +369,8 @@ class Worker:
                          retry_at=now + timedelta(seconds=delay))
         if await self._record(f"the retry of run {run.run_id}",
                               lambda: self.store.run_retry(retry)):
-            log.info("run %s attempt %d failed (%s); retry in %.1fs", run.run_id, run.attempt,
-                     error, delay)
+            log.info("run %s of job %s: attempt %d failed (%s); retry in %.1fs", run.run_id,
+                     run.job_id, run.attempt, error, delay, extra=run_fields(run, error))
         # The store holds the retry; the queue only ever holds runs that are due.
         await self.queue.ack(delivery)
 
@@ -367,11 +381,14 @@ class Worker:
         event = await self._record(f"the failure of run {run.run_id}",
                                    lambda: self.store.run_finish(finish))
         if event is None:
+            log.warning("run %s of job %s: failure of attempt %d discarded, another attempt "
+                        "holds the run", run.run_id, run.job_id, run.attempt,
+                        extra=run_fields(run, error))
             await self.queue.ack(delivery)
             return
         self.metrics.runs_finished.labels(status="FAILED").inc()
         log.warning("run %s of job %s failed for good after attempt %d: %s; dead-lettered",
-                    run.run_id, run.job_id, run.attempt, error)
+                    run.run_id, run.job_id, run.attempt, error, extra=run_fields(run, error))
         await self.queue.dead_letter(delivery, error)
 
 

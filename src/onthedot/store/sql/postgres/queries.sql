@@ -760,3 +760,22 @@ WHERE (run_id, channel_key) IN (SELECT run_id, channel_key FROM deliveries
 DELETE FROM inbox
 WHERE item_id IN (SELECT item_id FROM inbox
                   WHERE created_at < %(before)s ORDER BY created_at LIMIT %(limit)s)
+
+-- name: runs_oldest_due
+-- A metrics scrape's view of the backlog: the earliest instant of each kind of not-yet-started
+-- run (the caller keeps those already due). PENDING: one probe of job_runs_due per shard (its
+-- (shard, time_bucket, scheduled_at) order, LIMIT 1), never a scan of every PENDING run; the
+-- bound on scheduled_at prunes the partitions ahead of now. RETRYING: the first entry of
+-- job_runs_retry. ENQUEUED: the %(enqueued_cap)s oldest by job_runs_enqueued; a first attempt
+-- was due at scheduled_at, a retry or a hand-back when it was enqueued.
+SELECT
+  (SELECT min(first.scheduled_at)
+   FROM generate_series(0, %(shards)s - 1) AS shard_no(n)
+   CROSS JOIN LATERAL (SELECT scheduled_at FROM job_runs
+                       WHERE status = 'PENDING' AND shard = shard_no.n
+                         AND scheduled_at <= %(now)s
+                       ORDER BY time_bucket, scheduled_at LIMIT 1) AS first) AS pending,
+  (SELECT retry_at FROM job_runs WHERE status = 'RETRYING' ORDER BY retry_at LIMIT 1) AS retrying,
+  (SELECT min(CASE WHEN attempt = 0 THEN scheduled_at ELSE enqueued_at END) FROM (
+      SELECT attempt, scheduled_at, enqueued_at FROM job_runs WHERE status = 'ENQUEUED'
+      ORDER BY enqueued_at LIMIT %(enqueued_cap)s) AS queued) AS enqueued

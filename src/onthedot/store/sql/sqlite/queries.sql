@@ -493,3 +493,22 @@ WHERE (run_id, channel_key) IN (SELECT run_id, channel_key FROM deliveries
 DELETE FROM inbox
 WHERE item_id IN (SELECT item_id FROM inbox
                   WHERE created_at < :before ORDER BY created_at LIMIT :limit)
+
+-- name: runs_oldest_due
+-- A metrics scrape's view of the backlog: the earliest instant of each kind of not-yet-started
+-- run (the caller keeps those already due). PENDING: one probe of job_runs_due per shard (its
+-- (shard, time_bucket, scheduled_at) order, LIMIT 1), never a scan of every PENDING run.
+-- RETRYING: the first entry of job_runs_retry. ENQUEUED: the :enqueued_cap oldest by
+-- job_runs_enqueued; a first attempt was due at scheduled_at, a retry or a hand-back when it
+-- was enqueued.
+WITH RECURSIVE shard_no(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM shard_no WHERE n + 1 < :shards)
+SELECT
+  (SELECT min(first_due) FROM (
+      SELECT (SELECT scheduled_at FROM job_runs
+              WHERE status = 'PENDING' AND shard = shard_no.n
+              ORDER BY time_bucket, scheduled_at LIMIT 1) AS first_due
+      FROM shard_no)) AS pending,
+  (SELECT retry_at FROM job_runs WHERE status = 'RETRYING' ORDER BY retry_at LIMIT 1) AS retrying,
+  (SELECT min(CASE WHEN attempt = 0 THEN scheduled_at ELSE enqueued_at END) FROM (
+      SELECT attempt, scheduled_at, enqueued_at FROM job_runs WHERE status = 'ENQUEUED'
+      ORDER BY enqueued_at LIMIT :enqueued_cap)) AS enqueued

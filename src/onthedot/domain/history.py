@@ -15,7 +15,6 @@ redrive), written in the transaction of the change itself. No I/O here.
 from __future__ import annotations
 
 import enum
-import json
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -32,6 +31,9 @@ RELEASED_ERROR = "released: the worker shut down before the attempt ended; not c
 # Header names whose values are credentials: shown in a job's history as REDACTED.
 _SECRET_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie|.*-token|.*-key)$",
                             re.IGNORECASE)
+
+# What a database cannot store in text: unpaired surrogates (UTF-8) and NUL (PostgreSQL).
+_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
 
 # The edge a change came through (api, mcp, chat, cli); each edge sets it for its requests.
 acting_channel: ContextVar[str | None] = ContextVar("onthedot_acting_channel", default=None)
@@ -78,19 +80,20 @@ class JobChange:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def preview_of(output: Any) -> str | None:
-    """The start of an output as text (strings as they are, anything else as JSON)."""
-    if output is None:
-        return None
-    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,
-                                                             default=str)
-    return bounded(text, PREVIEW_MAX_CHARS)
+def preview_of(output: Any, stored: str | None) -> str | None:
+    """The start of an output as text: a string as it is, anything else as its stored JSON
+    (``stored``, which the store has already made storable)."""
+    return bounded(output if isinstance(output, str) else stored, PREVIEW_MAX_CHARS)
 
 
 def bounded(text: str | None, limit: int) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return text[: limit - 1] + "…"
+    """At most ``limit`` characters of ``text``, each one a database can store (an unpaired
+    surrogate or a NUL becomes U+FFFD: this is a preview, not the record)."""
+    if text is None:
+        return None
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return _UNSTORABLE.sub("\ufffd", text)
 
 
 def redact_action(action: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,10 +24,13 @@ from onthedot.store.codec import Row, _as_dt, _need_dt, ts
 
 
 def attempt_end_params(run_id: str, token: str, status: AttemptStatus, now: datetime,
-                       error: str | None = None, output: Any = None) -> dict[str, Any]:
-    """attempt_end's parameters: the error and the output bounded (the run keeps them whole)."""
+                       error: str | None = None, output: Any = None,
+                       stored_output: str | None = None) -> dict[str, Any]:
+    """attempt_end's parameters: the error and the output bounded (the run keeps them whole);
+    ``stored_output`` is the output as the run stores it (``dump_output``)."""
     return {"a_run_id": run_id, "a_token": token, "a_status": status.value, "a_now": ts(now),
-            "a_error": bounded(error, ERROR_MAX_CHARS), "a_preview": preview_of(output)}
+            "a_error": bounded(error, ERROR_MAX_CHARS),
+            "a_preview": preview_of(output, stored_output)}
 
 
 def attempt_from_row(row: Row) -> RunAttempt:

@@ -553,19 +553,20 @@ class PostgresStore(SharedReads):
         at = _scheduled_at(finish.run_id)
         if at is None:
             return None
+        output = dump_output(finish.output)
         params = {
             "run_id": finish.run_id,
             "scheduled_at": at,
             "token": finish.token,
             "status": finish.status.value,
             "finished_at": finish.finished_at,
-            "output": dump_output(finish.output),
+            "output": output,
             "error": finish.error,
             "dead_lettered": finish.dead_lettered,
             **_attempt_end(finish.run_id, finish.token,
                            AttemptStatus.SUCCEEDED if finish.status is RunStatus.SUCCEEDED
                            else AttemptStatus.FAILED,
-                           finish.finished_at, finish.error, finish.output),
+                           finish.finished_at, finish.error, finish.output, output),
         }
         if finish.inbox is None:
             row = await self._one(Q["run_finish"], params)
@@ -1040,10 +1041,11 @@ def _month_parts(start: date) -> dict[str, sql.Composable]:
 
 
 def _attempt_end(run_id: str, token: str, status: AttemptStatus, now: datetime,
-                 error: str | None = None, output: Any = None) -> dict[str, Any]:
+                 error: str | None = None, output: Any = None,
+                 stored_output: str | None = None) -> dict[str, Any]:
     """attempt_end's parameters (the a_ part of a transition's statement), native times."""
-    return native_times(attempt_end_params(run_id, token, status, now, error, output),
-                        a_now=now)
+    return native_times(attempt_end_params(run_id, token, status, now, error, output,
+                                           stored_output), a_now=now)
 
 
 def _change_params(change: JobChange) -> dict[str, Any]:

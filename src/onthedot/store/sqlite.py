@@ -247,13 +247,15 @@ class SqliteStore(SharedReads):
                                                                 ended))
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
+        output = dump_output(finish.output)
+
         def tx(c: sqlite3.Connection) -> RunEvent | None:
             row = c.execute(Q["run_finish"], {
                 "run_id": finish.run_id,
                 "token": finish.token,
                 "status": finish.status.value,
                 "finished_at": ts(finish.finished_at),
-                "output": dump_output(finish.output),
+                "output": output,
                 "error": finish.error,
                 "dead_lettered": int(finish.dead_lettered),
             }).fetchone()
@@ -263,7 +265,7 @@ class SqliteStore(SharedReads):
                       else AttemptStatus.FAILED)
             c.execute(Q["attempt_end"], attempt_end_params(
                 finish.run_id, finish.token, status, finish.finished_at, finish.error,
-                finish.output))
+                finish.output, output))
             if finish.inbox is not None:
                 params = inbox_params(finish.inbox, finish.token)
                 c.execute(Q["inbox_insert"], params)

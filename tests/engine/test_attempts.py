@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import itertools
 
-from onthedot.domain.history import AttemptStatus
+from onthedot.domain.history import LOST_ERROR, AttemptStatus
 from onthedot.domain.models import JobParams, RetryPolicy, RunStatus
+from onthedot.store.base import DueClaim, RunClaim
 from tests.engine.conftest import Engine
 from tests.support.webhook import WebhookReceiver
 
@@ -42,3 +43,24 @@ async def test_a_run_that_fails_twice_then_succeeds_shows_three_attempts(
     for earlier, later in itertools.pairwise(attempts):
         assert earlier.finished_at is not None
         assert earlier.finished_at <= later.started_at
+
+
+async def test_an_attempt_cut_off_by_a_crash_shows_as_lost(both: Engine) -> None:
+    engine = both
+    view = await engine.create(JobParams(type="immediate"))
+    [run] = (await engine.rt.service.list_runs("alice", view.job.job_id)).items
+    await engine.rt.store.runs_claim_due(DueClaim(run.shard, engine.clock.now(), 10, 60))
+    # A worker claimed it and died (no heartbeat, no result); its message is gone too.
+    assert await engine.rt.store.run_claim(RunClaim(run.run_id, "dead-worker",
+                                                    engine.clock.now(), 30)) is not None
+    _, attempts = await engine.rt.service.get_run_attempts("alice", run.run_id)
+    assert [(a.attempt, a.status) for a in attempts] == [(1, AttemptStatus.RUNNING)]
+
+    engine.clock.advance(31)
+    assert (await engine.rescuer.run_once()).expired_leases == 1
+    await engine.settle()
+
+    done, attempts = await engine.rt.service.get_run_attempts("alice", run.run_id)
+    assert done.status is RunStatus.SUCCEEDED
+    assert [(a.attempt, a.status, a.error) for a in attempts] == [
+        (1, AttemptStatus.LOST, LOST_ERROR), (2, AttemptStatus.SUCCEEDED, None)]

@@ -169,3 +169,13 @@ async def test_a_run_shows_its_attempts_and_a_redrive_is_recorded(
     assert [(c["action"], c["details"]) for c in changes] == [
         ("redrive", {"run_id": run_id}), ("create", {})]
     assert (await client.get(f"/v1/runs/{run_id}")).json()["attempts"] == [attempt]
+
+
+async def test_a_change_asked_for_in_chat_names_the_chat(client: httpx.AsyncClient) -> None:
+    job_id = (await client.post("/v1/jobs", json=job_body(name="news digest"))).json()["job_id"]
+    said = await client.post("/v1/chat", json={"message": "pause the news digest",
+                                               "timezone": "Asia/Taipei"})
+    assert said.status_code == 200, said.text
+    changes = (await history(client, job_id))["changes"]
+    assert [(c["action"], c["channel"]) for c in changes] == [
+        ("pause", "chat"), ("create", None)]

@@ -707,6 +707,37 @@ CREATE TABLE {partition} PARTITION OF {month} FOR VALUES FROM ({lo}) TO ({hi})
 -- name: partition_drop_check
 ALTER TABLE {partition} DROP CONSTRAINT {range_check}
 
+-- --- attempts and job history (0006) -----------------------------------------------------
+
+-- name: run_attempts
+SELECT * FROM run_attempts WHERE run_id = %(run_id)s
+ORDER BY started_at, attempt
+LIMIT %(limit)s
+
+-- name: prune_attempts
+WITH old AS (
+    SELECT run_id, token FROM run_attempts
+    WHERE status <> 'running' AND finished_at < %(before)s
+    ORDER BY finished_at LIMIT %(limit)s
+)
+DELETE FROM run_attempts AS a USING old
+WHERE a.run_id = old.run_id AND a.token = old.token
+
+-- name: job_change_insert
+INSERT INTO job_changes (change_id, job_id, actor, channel, action, details, changed_at)
+VALUES (%(change_id)s, %(job_id)s, %(actor)s, %(channel)s, %(action)s, %(details)s::jsonb,
+        %(changed_at)s)
+
+-- name: job_changes
+SELECT * FROM job_changes
+WHERE job_id = %(job_id)s
+  AND (%(before_change_id)s::text IS NULL OR change_id < %(before_change_id)s::text)
+ORDER BY change_id DESC
+LIMIT %(limit)s
+
+-- name: job_changes_delete
+DELETE FROM job_changes WHERE job_id = %(job_id)s
+
 -- --- news digests (0003) ---
 
 -- name: feed_states_get
@@ -817,34 +848,3 @@ WHERE (run_id, channel_key) IN (SELECT run_id, channel_key FROM deliveries
 DELETE FROM inbox
 WHERE item_id IN (SELECT item_id FROM inbox
                   WHERE created_at < %(before)s ORDER BY created_at LIMIT %(limit)s)
-
--- --- attempts and job history (0006) -----------------------------------------------------
-
--- name: run_attempts
-SELECT * FROM run_attempts WHERE run_id = %(run_id)s
-ORDER BY started_at, attempt
-LIMIT %(limit)s
-
--- name: prune_attempts
-WITH old AS (
-    SELECT run_id, token FROM run_attempts
-    WHERE status <> 'running' AND finished_at < %(before)s
-    ORDER BY finished_at LIMIT %(limit)s
-)
-DELETE FROM run_attempts AS a USING old
-WHERE a.run_id = old.run_id AND a.token = old.token
-
--- name: job_change_insert
-INSERT INTO job_changes (change_id, job_id, actor, channel, action, details, changed_at)
-VALUES (%(change_id)s, %(job_id)s, %(actor)s, %(channel)s, %(action)s, %(details)s::jsonb,
-        %(changed_at)s)
-
--- name: job_changes
-SELECT * FROM job_changes
-WHERE job_id = %(job_id)s
-  AND (%(before_change_id)s::text IS NULL OR change_id < %(before_change_id)s::text)
-ORDER BY change_id DESC
-LIMIT %(limit)s
-
--- name: job_changes_delete
-DELETE FROM job_changes WHERE job_id = %(job_id)s

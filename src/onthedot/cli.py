@@ -404,6 +404,7 @@ class ApiClient:
     def __init__(self, url: str, token: str | None) -> None:
         self.url = url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._headers["X-Onthedot-Channel"] = "cli"  # a job's history names where changes came from
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:

@@ -21,6 +21,14 @@ from onthedot.delivery import validate_notify
 from onthedot.domain.clock import Clock
 from onthedot.domain.delivery import Delivery, InboxCursor, InboxItem
 from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
+from onthedot.domain.history import (
+    ChangeAction,
+    JobChange,
+    RunAttempt,
+    acting_channel,
+    field_changes,
+    redact_action,
+)
 from onthedot.domain.ids import MAX_FLEXIBLE_WINDOW_SECONDS, new_ulid
 from onthedot.domain.jsonvalue import TEXT_EXPECTED, first_problem, is_storable_text
 from onthedot.domain.models import (
@@ -262,7 +270,8 @@ class JobService:
             return JobSave(job=updated, cancel_open_runs=True,
                            insert_run=self._new_run(job.job_id, first_at, "scheduled"))
 
-        return await self._view(await self._change(user_id, job_id, plan, expected_version))
+        return await self._view(await self._change(user_id, job_id, plan, expected_version,
+                                                   action=ChangeAction.UPDATE))
 
     async def delete_job(self, user_id: str, job_id: str, *,
                          expected_version: int | None = None) -> None:
@@ -273,7 +282,7 @@ class JobService:
                                 updated_at=self.clock.now())
             return JobSave(job=cancelled, cancel_open_runs=True, cancel_manual_runs=True)
 
-        await self._change(user_id, job_id, plan, expected_version)
+        await self._change(user_id, job_id, plan, expected_version, action=ChangeAction.DELETE)
 
     async def pause_job(self, user_id: str, job_id: str) -> JobView:
         async def plan(job: Job) -> JobSave | None:
@@ -287,7 +296,8 @@ class JobService:
                              updated_at=self.clock.now())
             return JobSave(job=paused, cancel_open_runs=True)
 
-        return await self._view(await self._change(user_id, job_id, plan))
+        return await self._view(await self._change(user_id, job_id, plan,
+                                                   action=ChangeAction.PAUSE))
 
     async def resume_job(self, user_id: str, job_id: str) -> JobView:
         async def plan(job: Job) -> JobSave | None:
@@ -307,7 +317,8 @@ class JobService:
             return JobSave(job=resumed,
                            insert_run=self._new_run(job.job_id, next_at, "scheduled"))
 
-        return await self._view(await self._change(user_id, job_id, plan))
+        return await self._view(await self._change(user_id, job_id, plan,
+                                                   action=ChangeAction.RESUME))
 
     async def run_job_now(self, user_id: str, job_id: str) -> JobRun:
         now = self.clock.now()
@@ -321,21 +332,23 @@ class JobService:
             # either cancels this run or comes first and refuses it.
             return JobSave(job=job, insert_run=manual)
 
-        await self._change(user_id, job_id, plan)
+        await self._change(user_id, job_id, plan, action=ChangeAction.RUN)
         # A run of this job at this very instant may have existed (same deterministic id):
         # report the stored one, not a PENDING run that was never written.
         return await self.store.run_get(manual.run_id) or manual
 
     async def _change(self, user_id: str, job_id: str,
                       plan: Callable[[Job], Awaitable[JobSave | None]],
-                      expected_version: int | None = None) -> Job:
+                      expected_version: int | None = None, *,
+                      action: ChangeAction | None = None) -> Job:
         """Read the job, plan the change, save it as a compare-and-set on the version read;
         when another change landed in between, plan again from the new state.
 
         With ``expected_version`` the change was decided from that version (a confirmed chat
         request): any other version is refused instead of planned again, and since the save is
         conditional on the version read, a change landing after this check fails the save and
-        is refused on the next round."""
+        is refused on the next round. With ``action`` the job's history entry is saved with
+        the change (and only if the change lands)."""
         for _ in range(MAX_CHANGE_ATTEMPTS):
             job = await self._job(user_id, job_id)
             if expected_version is not None and job.version != expected_version:
@@ -345,6 +358,8 @@ class JobService:
             save = await plan(job)
             if save is None:
                 return job  # nothing to change (already paused, already deleted, ...)
+            if action is not None:
+                save = replace(save, change=self._change_entry(user_id, job, save, action))
             saved = await self.store.job_save(save)
             if saved is not None:
                 if save.insert_run is not None:
@@ -418,7 +433,9 @@ class JobService:
         if not run.dead_lettered:
             raise ConflictError("only a dead-lettered run can be redriven", code="not_dead_letter",
                                 field="run_id", expected="a run listed in /v1/dead-letters")
-        redriven = await self.store.run_redrive(run_id, self.clock.now())
+        change = self._change_record(user_id, run.job_id, ChangeAction.REDRIVE,
+                                     {"run_id": run_id})
+        redriven = await self.store.run_redrive(run_id, self.clock.now(), change)
         if redriven is None:
             raise ConflictError("the run was redriven already", code="not_dead_letter",
                                 field="run_id", expected="a run listed in /v1/dead-letters")
@@ -523,6 +540,56 @@ class JobService:
         if not params.timezone:
             params = replace(params, timezone=self.settings.default_timezone)
         return replace(spec, name=name or None, params=params)
+
+    # --- attempts and history (docs/api.md) ----------------------------------------------
+    async def get_run_attempts(self, user_id: str, run_id: str) -> tuple[JobRun, list[RunAttempt]]:
+        """The run (as ``get_run``) and its attempts, oldest first."""
+        run = await self.get_run(user_id, run_id)
+        return run, await self.store.run_attempts(run_id, MAX_ATTEMPTS_SHOWN)
+
+    async def job_history(self, user_id: str, job_id: str, *, page_size: int = 20,
+                          page_token: str | None = None) -> Page[JobChange]:
+        """The job's changes, newest first, ending with its creation (read from the job row,
+        written in the creating transaction). Only the owner sees them; a deleted job's
+        history stays readable until retention prunes the job."""
+        _check_page_size(page_size)
+        job = await self._job(user_id, job_id)
+        changes = await self.store.job_changes(job_id, page_size + 1,
+                                               _decode_token(page_token, "h"))
+        if len(changes) <= page_size:  # the stored changes end here: the creation comes next
+            changes.append(JobChange(change_id=job.job_id, job_id=job.job_id, actor=job.user_id,
+                                     action=ChangeAction.CREATE, changed_at=job.created_at))
+        token = (_encode_token("h", changes[page_size - 1].change_id)
+                 if len(changes) > page_size else None)
+        return Page(items=changes[:page_size], next_page_token=token)
+
+    def _change_entry(self, user_id: str, job: Job, save: JobSave,
+                      action: ChangeAction) -> JobChange:
+        """What a change did to the job's user-facing fields; a run-now names its run."""
+        details = field_changes(_audited_fields(job), _audited_fields(save.job))
+        if "action" in details:  # compared in full, shown with credential headers redacted
+            details["action"] = {"old": redact_action(job.action),
+                                 "new": redact_action(save.job.action)}
+        if action is ChangeAction.RUN and save.insert_run is not None:
+            details["run_id"] = save.insert_run.run_id
+        return self._change_record(user_id, job.job_id, action, details)
+
+    def _change_record(self, user_id: str, job_id: str, action: ChangeAction,
+                       details: dict[str, Any]) -> JobChange:
+        now = self.clock.now()
+        return JobChange(change_id=new_ulid(now), job_id=job_id, actor=user_id, action=action,
+                         changed_at=now, channel=acting_channel.get(), details=details)
+
+
+MAX_ATTEMPTS_SHOWN = 200  # attempts of one run in a response (max_attempts is at most 100)
+
+
+def _audited_fields(job: Job) -> dict[str, Any]:
+    """A job's fields as the API shows them (compared before the action is redacted)."""
+    return {"name": job.name, "action": job.action,
+            "job_params": job.params.to_dict(), "retry_policy": job.retry_policy.to_dict(),
+            "misfire_policy": job.misfire_policy, "timeout_seconds": job.timeout_seconds,
+            "notify": job.notify, "status": job.status.value}
 
 
 def _check_text(text: str | None, field_name: str) -> None:

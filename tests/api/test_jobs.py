@@ -96,7 +96,9 @@ async def test_pause_resume_run_delete(client: httpx.AsyncClient, clock: FakeClo
         job_id, "manual", "PENDING", 0)
     assert run["scheduled_at"] == "2026-06-22T01:00:00Z"
     assert response.headers["location"] == f"/v1/runs/{run['run_id']}"
-    assert (await client.get(f"/v1/runs/{run['run_id']}")).json() == run
+    read = (await client.get(f"/v1/runs/{run['run_id']}")).json()
+    assert read.pop("attempts") == []  # GET of one run adds its attempts (none yet)
+    assert read == run
     runs = (await client.get(f"/v1/jobs/{job_id}/runs")).json()["runs"]
     assert [r["run_id"] for r in runs][1] == run["run_id"]  # newest scheduled first
 

@@ -73,6 +73,7 @@ def create_app(runtime: Runtime | None = None, *, settings: Settings | None = No
     app.include_router(parse_router)
     install_web_pages(app)  # the Tasks page at /, /docs and /redoc, all offline
     mcp_endpoint.mount(app)
+    app.add_middleware(routes_jobs.ChannelMiddleware)  # names the edge in job histories
     app.openapi = functools.partial(_openapi_document, app)  # type: ignore[method-assign]
     return app
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from onthedot.delivery import MAX_CHANNELS
 from onthedot.domain.delivery import Delivery, InboxItem
+from onthedot.domain.history import ERROR_MAX_CHARS, PREVIEW_MAX_CHARS, JobChange, RunAttempt
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, default_notify
 from onthedot.nl.describe import describe
 from onthedot.nl.parts import Language
@@ -373,3 +374,57 @@ class Problem(BaseModel):
 class Health(BaseModel):
     status: str
     checks: dict[str, str] = Field(default_factory=dict)
+
+
+# --- attempts and job history (docs/api.md) -------------------------------------------------
+class AttemptOut(BaseModel):
+    attempt: int = Field(description="the run's attempt number; a redrive starts again at 1, "
+                         "and a released attempt's number is used again")
+    status: Literal["running", "succeeded", "failed", "released", "lost"] = Field(
+        description="released: the worker shut down and handed the run back (not counted); "
+                    "lost: the worker stopped renewing its lease (crashed) and the run was "
+                    "taken over")
+    started_at: datetime
+    finished_at: datetime | None
+    error: str | None = Field(description=f"at most {ERROR_MAX_CHARS} characters")
+    preview: str | None = Field(description=f"the start of the output (text, or JSON), at "
+                                f"most {PREVIEW_MAX_CHARS} characters")
+
+    @classmethod
+    def of(cls, attempt: RunAttempt) -> AttemptOut:
+        return cls(attempt=attempt.attempt, status=attempt.status.value,
+                   started_at=attempt.started_at, finished_at=attempt.finished_at,
+                   error=attempt.error, preview=attempt.preview)
+
+
+class RunDetailOut(RunOut):
+    attempts: list[AttemptOut] = Field(default_factory=list,
+                                       description="every attempt of the run, oldest first")
+
+    @classmethod
+    def with_attempts(cls, run: JobRun, attempts: list[RunAttempt]) -> RunDetailOut:
+        return cls(**RunOut.of(run).model_dump(), attempts=[AttemptOut.of(a) for a in attempts])
+
+
+class ChangeOut(BaseModel):
+    change_id: str
+    action: Literal["create", "update", "pause", "resume", "run", "delete", "redrive"]
+    actor: str = Field(description="the user who made the change (the token's user, or local)")
+    channel: Literal["api", "mcp", "chat", "cli"] | None = Field(
+        description="where the change came from; null when not recorded (creations)")
+    changed_at: datetime
+    details: dict[str, Any] = Field(
+        description='update: {field: {"old": ..., "new": ...}} for each changed field '
+                    '(credential headers as "***"); pause, resume, delete: the status change; '
+                    "run and redrive: the run_id")
+
+    @classmethod
+    def of(cls, change: JobChange) -> ChangeOut:
+        return cls(change_id=change.change_id, action=change.action.value, actor=change.actor,
+                   channel=cast(Any, change.channel), changed_at=change.changed_at,
+                   details=change.details)
+
+
+class HistoryList(BaseModel):
+    changes: list[ChangeOut]
+    next_page_token: str | None

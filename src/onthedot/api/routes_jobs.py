@@ -17,6 +17,8 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AwareDatetime
 from starlette.convertors import StringConvertor, register_url_convertor
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from onthedot.api.auth import resolve_request_user
 from onthedot.api.jsonbody import StrictJsonRoute
@@ -25,7 +27,9 @@ from onthedot.api.models import (
 )
 from onthedot.api.models import (
     BatchOut,
+    ChangeOut,
     DeadLetterList,
+    HistoryList,
     JobBatch,
     JobBatchItem,
     JobCreate,
@@ -33,11 +37,13 @@ from onthedot.api.models import (
     JobOut,
     JobUpdate,
     Problem,
+    RunDetailOut,
     RunList,
     RunOut,
     UserJobStatus,
 )
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE, error_body, validation_body
+from onthedot.domain.history import acting_channel
 from onthedot.runtime import Runtime
 from onthedot.service import CreateOutcome, JobSpec
 
@@ -223,9 +229,11 @@ async def list_runs(job_id: str, rt: RuntimeDep, user: UserDep, page_size: PageS
     return RunList(runs=[RunOut.of(r) for r in page.items], next_page_token=page.next_page_token)
 
 
-@router.get("/runs/{run_id:id}", response_model=RunOut, responses=_problems(404))
-async def get_run(run_id: str, rt: RuntimeDep, user: UserDep) -> RunOut:
-    return RunOut.of(await rt.service.get_run(user, run_id))
+@router.get("/runs/{run_id:id}", response_model=RunDetailOut, responses=_problems(404))
+async def get_run(run_id: str, rt: RuntimeDep, user: UserDep) -> RunDetailOut:
+    """A run, with every attempt it took (oldest first)."""
+    run, attempts = await rt.service.get_run_attempts(user, run_id)
+    return RunDetailOut.with_attempts(run, attempts)
 
 
 @router.get("/dead-letters", response_model=DeadLetterList)
@@ -242,3 +250,47 @@ async def list_dead_letters(rt: RuntimeDep, user: UserDep, page_size: PageSize =
 async def redrive(run_id: str, rt: RuntimeDep, user: UserDep) -> RunOut:
     """Send a dead-lettered run back to the queue with a fresh attempt count."""
     return RunOut.of(await rt.service.redrive(user, run_id))
+
+
+# --- job history -----------------------------------------------------------------------------
+CHANNEL_HEADER = "X-Onthedot-Channel"  # a client of the API that is an edge of its own (cli)
+CLIENT_CHANNELS = frozenset({"cli"})
+
+
+class ChannelMiddleware:
+    """Names the edge of each ``/v1`` request for the history of the jobs it changes (the
+    service reads ``acting_channel``): the chat endpoint, a client that names itself (the
+    CLI), or the REST API. Other paths (the MCP endpoint) are left to their edge. Pure ASGI,
+    so the value is set in the task that runs the endpoint, and reset after it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path", "")) if scope["type"] == "http" else ""
+        if not path.startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        token = acting_channel.set(_channel_of(path, Headers(scope=scope)))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            acting_channel.reset(token)
+
+
+def _channel_of(path: str, headers: Headers) -> str:
+    if path.startswith("/v1/chat"):
+        return "chat"
+    declared = headers.get(CHANNEL_HEADER, "").strip().lower()
+    return declared if declared in CLIENT_CHANNELS else "api"
+
+
+@router.get("/jobs/{job_id:id}/history", response_model=HistoryList, responses=_problems(404))
+async def job_history(job_id: str, rt: RuntimeDep, user: UserDep, page_size: PageSize = 20,
+                      page_token: PageToken = None) -> HistoryList:
+    """Who changed the job, how and when, newest first; the last entry is its creation.
+    Credential headers of a webhook action are shown as ``***``."""
+    page = await rt.service.job_history(user, job_id, page_size=page_size,
+                                        page_token=page_token)
+    return HistoryList(changes=[ChangeOut.of(c) for c in page.items],
+                       next_page_token=page.next_page_token)

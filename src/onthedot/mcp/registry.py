@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.types import ToolAnnotations
 
 from onthedot.domain.errors import OnTheDotError
+from onthedot.domain.history import acting_channel
 from onthedot.domain.jsonvalue import TEXT_EXPECTED, is_finite_number, is_storable_text
 
 if TYPE_CHECKING:
@@ -172,6 +173,9 @@ class ToolRegistry:
             return ToolResult.failure(ArgumentError(
                 f"there is no tool {name!r}", code="unknown_tool", field=None,
                 expected="one of: " + ", ".join(self._tools)))
+        # A job's history names the edge of each change: MCP, unless the chat endpoint (which
+        # lends its tools to a model) said so first.
+        channel = acting_channel.set(acting_channel.get() or "mcp")
         try:
             args = check_arguments(tool.input_schema, arguments, tool.name)
             return ToolResult({"ok": True, **await tool.handler(args, caller)})
@@ -188,6 +192,8 @@ class ToolRegistry:
             return ToolResult.failure(OnTheDotError(
                 f"unexpected {type(exc).__name__}; it has been logged on the server",
                 code="internal_error"))
+        finally:
+            acting_channel.reset(channel)
 
 
 def argument_field(field: str | None, schema: Mapping[str, Any],

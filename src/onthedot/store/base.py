@@ -58,6 +58,7 @@ from onthedot.domain.delivery import (
     InboxItem,
     WebhookSecret,
 )
+from onthedot.domain.history import JobChange, RunAttempt
 from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
 
 # The watermark never passes now minus this: a run inserted slightly in the past is still found.
@@ -112,6 +113,7 @@ class JobSave:
     cancel_open_runs: bool = False
     cancel_manual_runs: bool = False
     insert_run: JobRun | None = None
+    change: JobChange | None = None  # the job's history entry, written only with the change
 
 
 @dataclass(frozen=True)
@@ -211,15 +213,17 @@ class Pruned:
     jobs: int = 0
     deliveries: int = 0
     inbox: int = 0
+    attempts: int = 0
 
     @property
     def total(self) -> int:
-        return self.runs + self.events + self.jobs + self.deliveries + self.inbox
+        return self.runs + self.events + self.jobs + self.deliveries + self.inbox + self.attempts
 
     @property
     def largest(self) -> int:
         """The most rows of one kind: below the batch limit, nothing of any kind is left."""
-        return max(self.runs, self.events, self.jobs, self.deliveries, self.inbox)
+        return max(self.runs, self.events, self.jobs, self.deliveries, self.inbox,
+                   self.attempts)
 
 
 @dataclass(frozen=True)
@@ -384,8 +388,10 @@ class Store(FeedStateStore, Protocol):
         inbox item with its DELIVERED row, atomically."""
         ...
 
-    async def run_redrive(self, run_id: str, now: datetime) -> JobRun | None:
-        """A dead-lettered FAILED run -> ENQUEUED with attempt 0, ready to be published again."""
+    async def run_redrive(self, run_id: str, now: datetime,
+                          change: JobChange | None = None) -> JobRun | None:
+        """A dead-lettered FAILED run -> ENQUEUED with attempt 0, ready to be published again;
+        with ``change``, the job's history entry in the same transaction."""
         ...
 
     async def runs_dead_lettered(self, user_id: str, limit: int,
@@ -429,7 +435,8 @@ class Store(FeedStateStore, Protocol):
     async def prune(self, prune: Prune) -> Pruned:
         """Delete finished runs, run events every consumer has read, and finished jobs (with
         their runs) whose last change is older than ``prune.before``, and deliveries and inbox
-        items older than that. Open runs and the jobs that own them are never deleted."""
+        items older than that, and ended run attempts older than that (a pruned job's history
+        goes with it). Open runs and the jobs that own them are never deleted."""
         ...
 
     async def events_lag(self, consumer: str, now: datetime) -> float:
@@ -515,4 +522,20 @@ class Store(FeedStateStore, Protocol):
         after a retry or a hand-back; only the oldest ``OLDEST_DUE_ENQUEUED_CAP`` queued runs
         are looked at). ``shards`` is the deployment's shard count. Read-only and bounded
         (a probe per shard), so every metrics scrape may call it."""
+        ...
+
+    # --- attempts and job history (domain/history.py) ------------------------------------
+    # Attempts are written by the run transitions above, each in its own transaction:
+    # run_claim starts one (and marks any attempt of the run still running as lost: its lease
+    # expired), run_retry and run_finish end it (failed / succeeded, with the error or the
+    # start of the output), run_release ends it as released, run_requeue of a RUNNING run as
+    # lost. A fenced (zombie) write changes no attempt either. Job changes are written by
+    # job_save (``JobSave.change``) and run_redrive (``change``) only when the change lands.
+    async def run_attempts(self, run_id: str, limit: int) -> list[RunAttempt]:
+        """The run's attempts, oldest first (at most ``limit``)."""
+        ...
+
+    async def job_changes(self, job_id: str, limit: int,
+                          before_change_id: str | None) -> list[JobChange]:
+        """The job's changes, newest first (keyset pagination on change_id)."""
         ...

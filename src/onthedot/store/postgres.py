@@ -53,6 +53,13 @@ from onthedot.domain.delivery import (
     WebhookSecret,
 )
 from onthedot.domain.errors import BackendError, ConfigError
+from onthedot.domain.history import (
+    LOST_ERROR,
+    RELEASED_ERROR,
+    AttemptStatus,
+    JobChange,
+    RunAttempt,
+)
 from onthedot.domain.ids import bucket_start, scheduled_at_of, time_bucket_of
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
 from onthedot.store.base import (
@@ -93,6 +100,12 @@ from onthedot.store.delivery_rows import (
     native_times,
     secret_from_row,
     secret_params,
+)
+from onthedot.store.history_rows import (
+    attempt_end_params,
+    attempt_from_row,
+    change_from_row,
+    change_params,
 )
 from onthedot.store.insert_many import InsertPlan
 from onthedot.store.pg_partitions import (
@@ -453,6 +466,8 @@ class PostgresStore(SharedReads):
                 })
             if save.insert_run is not None:
                 await self._insert_or_revive(conn, save.insert_run)
+            if save.change is not None:
+                await conn.execute(Q["job_change_insert"], _change_params(save.change))
             return replace(save.job, version=int(row["version"]))
 
     async def deployment_pin(self, name: str, value: str) -> str:
@@ -500,6 +515,7 @@ class PostgresStore(SharedReads):
             "token": claim.token,
             "now": claim.now,
             "lease_expires_at": claim.now + timedelta(seconds=claim.lease_seconds),
+            "lost_error": LOST_ERROR,
         })
         return None if row is None else run_from_row(row)
 
@@ -507,9 +523,11 @@ class PostgresStore(SharedReads):
         at = _scheduled_at(run_id)
         if at is None:
             return False
-        return await self._count(Q["run_release"], {
+        row = await self._one(Q["run_release"], {
             "run_id": run_id, "scheduled_at": at, "token": token, "now": now,
-        }) == 1
+            **_attempt_end(run_id, token, AttemptStatus.RELEASED, now, RELEASED_ERROR),
+        })
+        return row is not None and int(row["moved"]) == 1
 
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
         at = _scheduled_at(run_id)
@@ -524,24 +542,32 @@ class PostgresStore(SharedReads):
         at = _scheduled_at(retry.run_id)
         if at is None:
             return False
-        return await self._count(Q["run_retry"], {
+        row = await self._one(Q["run_retry"], {
             "run_id": retry.run_id, "scheduled_at": at, "token": retry.token,
             "error": retry.error, "retry_at": retry.retry_at,
-        }) == 1
+            **_attempt_end(retry.run_id, retry.token, AttemptStatus.FAILED, retry.now,
+                           retry.error),
+        })
+        return row is not None and int(row["moved"]) == 1
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
         at = _scheduled_at(finish.run_id)
         if at is None:
             return None
+        output = dump_output(finish.output)
         params = {
             "run_id": finish.run_id,
             "scheduled_at": at,
             "token": finish.token,
             "status": finish.status.value,
             "finished_at": finish.finished_at,
-            "output": dump_output(finish.output),
+            "output": output,
             "error": finish.error,
             "dead_lettered": finish.dead_lettered,
+            **_attempt_end(finish.run_id, finish.token,
+                           AttemptStatus.SUCCEEDED if finish.status is RunStatus.SUCCEEDED
+                           else AttemptStatus.FAILED,
+                           finish.finished_at, finish.error, finish.output, output),
         }
         if finish.inbox is None:
             row = await self._one(Q["run_finish"], params)
@@ -557,11 +583,17 @@ class PostgresStore(SharedReads):
                         run_id=finish.run_id, status=finish.status,
                         emitted_at=finish.finished_at)
 
-    async def run_redrive(self, run_id: str, now: datetime) -> JobRun | None:
+    async def run_redrive(self, run_id: str, now: datetime,
+                          change: JobChange | None = None) -> JobRun | None:
         at = _scheduled_at(run_id)
         if at is None:
             return None
-        row = await self._one(Q["run_redrive"], {"run_id": run_id, "scheduled_at": at, "now": now})
+        async with self._tx() as conn:
+            cur = await conn.execute(Q["run_redrive"],
+                                     {"run_id": run_id, "scheduled_at": at, "now": now})
+            row = await cur.fetchone()
+            if row is not None and change is not None:
+                await conn.execute(Q["job_change_insert"], _change_params(change))
         return None if row is None else run_from_row(row)
 
     # --- rescue and retention ------------------------------------------------------------
@@ -580,7 +612,10 @@ class PostgresStore(SharedReads):
         params: dict[str, Any] = {"run_id": run.run_id, "scheduled_at": run.scheduled_at,
                                   "now": now}
         if run.status is RunStatus.RUNNING:
-            row = await self._one(Q["run_requeue_running"], {**params, "token": run.lease_token})
+            token = run.lease_token or ""
+            row = await self._one(Q["run_requeue_running"], {
+                **params, "token": token,
+                **_attempt_end(run.run_id, token, AttemptStatus.LOST, now, LOST_ERROR)})
         elif run.status is RunStatus.ENQUEUED:
             row = await self._one(Q["run_requeue_enqueued"],
                                   {**params, "enqueued_at": run.enqueued_at})
@@ -611,11 +646,13 @@ class PostgresStore(SharedReads):
                 job = {"job_id": row["job_id"]}
                 runs += (await conn.execute(Q["job_runs_delete"], job)).rowcount
                 await conn.execute(Q["job_feed_state_delete"], job)
+                await conn.execute(Q["job_changes_delete"], job)
                 jobs += (await conn.execute(Q["job_delete"], {**params, **job})).rowcount
             deliveries = (await conn.execute(Q["prune_deliveries"], params)).rowcount
             inbox = (await conn.execute(Q["prune_inbox"], params)).rowcount
+            attempts = (await conn.execute(Q["prune_attempts"], params)).rowcount
             return Pruned(runs=runs, events=events, jobs=jobs, deliveries=deliveries,
-                          inbox=inbox)
+                          inbox=inbox, attempts=attempts)
 
     async def events_lag(self, consumer: str, now: datetime) -> float:
         position = await self.cursor_get(consumer)
@@ -752,6 +789,17 @@ class PostgresStore(SharedReads):
                                            "now": now})
 
     # --- operators and tests -------------------------------------------------------------
+    # --- attempts and job history ----------------------------------------------------------
+    async def run_attempts(self, run_id: str, limit: int) -> list[RunAttempt]:
+        rows = await self._all(Q["run_attempts"], {"run_id": run_id, "limit": limit})
+        return [attempt_from_row(r) for r in rows]
+
+    async def job_changes(self, job_id: str, limit: int,
+                          before_change_id: str | None) -> list[JobChange]:
+        rows = await self._all(Q["job_changes"], {"job_id": job_id, "limit": limit,
+                                                  "before_change_id": before_change_id})
+        return [change_from_row(r) for r in rows]
+
     async def explain_due_query(self, shard: int, bucket: int, now: datetime) -> list[str]:
         """EXPLAIN of one bucket's claim statement: shows the partitions it reads (one, after
         pruning) and the index it uses."""
@@ -1000,3 +1048,15 @@ def _month_parts(start: date) -> dict[str, sql.Composable]:
         "lo": sql.Literal(start_of(start)),
         "hi": sql.Literal(start_of(months_after(start))),
     }
+
+
+def _attempt_end(run_id: str, token: str, status: AttemptStatus, now: datetime,
+                 error: str | None = None, output: Any = None,
+                 stored_output: str | None = None) -> dict[str, Any]:
+    """attempt_end's parameters (the a_ part of a transition's statement), native times."""
+    return native_times(attempt_end_params(run_id, token, status, now, error, output,
+                                           stored_output), a_now=now)
+
+
+def _change_params(change: JobChange) -> dict[str, Any]:
+    return native_times(change_params(change), changed_at=change.changed_at)

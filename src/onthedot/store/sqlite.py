@@ -24,6 +24,13 @@ from onthedot.domain.delivery import (
     InboxItem,
     WebhookSecret,
 )
+from onthedot.domain.history import (
+    LOST_ERROR,
+    RELEASED_ERROR,
+    AttemptStatus,
+    JobChange,
+    RunAttempt,
+)
 from onthedot.domain.ids import bucket_start, time_bucket_of
 from onthedot.domain.models import (
     Job,
@@ -71,6 +78,12 @@ from onthedot.store.delivery_rows import (
     inbox_params,
     secret_from_row,
     secret_params,
+)
+from onthedot.store.history_rows import (
+    attempt_end_params,
+    attempt_from_row,
+    change_from_row,
+    change_params,
 )
 from onthedot.store.insert_many import InsertPlan
 from onthedot.store.reads import SharedReads
@@ -161,6 +174,8 @@ class SqliteStore(SharedReads):
                 })
             if save.insert_run is not None:
                 self._insert_or_revive(c, save.insert_run)
+            if save.change is not None:
+                c.execute(Q["job_change_insert"], change_params(save.change))
             return replace(save.job, version=int(row["version"]))
 
         return await self._db.write(tx)
@@ -201,12 +216,23 @@ class SqliteStore(SharedReads):
             "now": ts(claim.now),
             "lease_expires_at": ts(claim.now + timedelta(seconds=claim.lease_seconds)),
         }
-        row = await self._db.write(lambda c: c.execute(Q["run_claim"], params).fetchone())
+
+        def tx(c: sqlite3.Connection) -> sqlite3.Row | None:
+            row: sqlite3.Row | None = c.execute(Q["run_claim"], params).fetchone()
+            if row is not None:  # the attempt starts; one still running lost its lease
+                c.execute(Q["attempts_lost"], {"run_id": claim.run_id, "now": params["now"],
+                                               "error": LOST_ERROR})
+                c.execute(Q["attempt_start"], {**params, "attempt": int(row["attempt"])})
+            return row
+
+        row = await self._db.write(tx)
         return None if row is None else run_from_row(row)
 
     async def run_release(self, run_id: str, token: str, now: datetime) -> bool:
         params = {"run_id": run_id, "token": token, "now": ts(now)}
-        return await self._db.write(lambda c: c.execute(Q["run_release"], params).rowcount == 1)
+        ended = attempt_end_params(run_id, token, AttemptStatus.RELEASED, now, RELEASED_ERROR)
+        return await self._db.write(lambda c: _with_attempt_end(c, Q["run_release"], params,
+                                                                ended))
 
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
         params = {"run_id": run_id, "token": token, "lease_expires_at": ts(lease_expires_at)}
@@ -217,21 +243,31 @@ class SqliteStore(SharedReads):
     async def run_retry(self, retry: RunRetry) -> bool:
         params = {"run_id": retry.run_id, "token": retry.token, "error": retry.error,
                   "retry_at": ts(retry.retry_at)}
-        return await self._db.write(lambda c: c.execute(Q["run_retry"], params).rowcount == 1)
+        ended = attempt_end_params(retry.run_id, retry.token, AttemptStatus.FAILED, retry.now,
+                                   retry.error)
+        return await self._db.write(lambda c: _with_attempt_end(c, Q["run_retry"], params,
+                                                                ended))
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
+        output = dump_output(finish.output)
+
         def tx(c: sqlite3.Connection) -> RunEvent | None:
             row = c.execute(Q["run_finish"], {
                 "run_id": finish.run_id,
                 "token": finish.token,
                 "status": finish.status.value,
                 "finished_at": ts(finish.finished_at),
-                "output": dump_output(finish.output),
+                "output": output,
                 "error": finish.error,
                 "dead_lettered": int(finish.dead_lettered),
             }).fetchone()
             if row is None:
                 return None  # fenced: another attempt owns the run now
+            status = (AttemptStatus.SUCCEEDED if finish.status is RunStatus.SUCCEEDED
+                      else AttemptStatus.FAILED)
+            c.execute(Q["attempt_end"], attempt_end_params(
+                finish.run_id, finish.token, status, finish.finished_at, finish.error,
+                finish.output, output))
             if finish.inbox is not None:
                 params = inbox_params(finish.inbox, finish.token)
                 c.execute(Q["inbox_insert"], params)
@@ -241,10 +277,16 @@ class SqliteStore(SharedReads):
 
         return await self._db.write(tx)
 
-    async def run_redrive(self, run_id: str, now: datetime) -> JobRun | None:
-        row = await self._db.write(
-            lambda c: c.execute(Q["run_redrive"], {"run_id": run_id, "now": ts(now)}).fetchone()
-        )
+    async def run_redrive(self, run_id: str, now: datetime,
+                          change: JobChange | None = None) -> JobRun | None:
+        def tx(c: sqlite3.Connection) -> sqlite3.Row | None:
+            row: sqlite3.Row | None = c.execute(Q["run_redrive"], {
+                "run_id": run_id, "now": ts(now)}).fetchone()
+            if row is not None and change is not None:
+                c.execute(Q["job_change_insert"], change_params(change))
+            return row
+
+        row = await self._db.write(tx)
         return None if row is None else run_from_row(row)
 
     # --- rescue and retention ------------------------------------------------------------
@@ -261,15 +303,25 @@ class SqliteStore(SharedReads):
         return [run_from_row(r) for r in [*expired, *waiting]]
 
     async def run_requeue(self, run: JobRun, now: datetime) -> JobRun | None:
+        lost: dict[str, Any] | None = None
         if run.status is RunStatus.RUNNING:
             query = Q["run_requeue_running"]
             params = {"run_id": run.run_id, "token": run.lease_token, "now": ts(now)}
+            lost = attempt_end_params(run.run_id, run.lease_token or "", AttemptStatus.LOST,
+                                      now, LOST_ERROR)
         elif run.status is RunStatus.ENQUEUED:
             query = Q["run_requeue_enqueued"]
             params = {"run_id": run.run_id, "enqueued_at": ts(run.enqueued_at), "now": ts(now)}
         else:
             return None
-        row = await self._db.write(lambda c: c.execute(query, params).fetchone())
+
+        def tx(c: sqlite3.Connection) -> sqlite3.Row | None:
+            row: sqlite3.Row | None = c.execute(query, params).fetchone()
+            if row is not None and lost is not None:  # the crashed worker's attempt
+                c.execute(Q["attempt_end"], lost)
+            return row
+
+        row = await self._db.write(tx)
         return None if row is None else run_from_row(row)
 
     async def watermarks_rewind(self) -> dict[int, int]:
@@ -289,11 +341,13 @@ class SqliteStore(SharedReads):
             for row in c.execute(Q["prunable_jobs"], params).fetchall():
                 runs += c.execute(Q["job_runs_delete"], {"job_id": row["job_id"]}).rowcount
                 c.execute(Q["job_feed_state_delete"], {"job_id": row["job_id"]})
+                c.execute(Q["job_changes_delete"], {"job_id": row["job_id"]})
                 jobs += c.execute(Q["job_delete"], {**params, "job_id": row["job_id"]}).rowcount
             deliveries = c.execute(Q["prune_deliveries"], params).rowcount
             inbox = c.execute(Q["prune_inbox"], params).rowcount
+            attempts = c.execute(Q["prune_attempts"], params).rowcount
             return Pruned(runs=runs, events=events, jobs=jobs, deliveries=deliveries,
-                          inbox=inbox)
+                          inbox=inbox, attempts=attempts)
 
         return await self._db.write(tx)
 
@@ -473,6 +527,17 @@ class SqliteStore(SharedReads):
     async def _all(self, sql: str, params: dict[str, Any]) -> list[sqlite3.Row]:
         return await self._db.run(lambda c: c.execute(sql, params).fetchall())
 
+    # --- attempts and job history ----------------------------------------------------------
+    async def run_attempts(self, run_id: str, limit: int) -> list[RunAttempt]:
+        rows = await self._all(Q["run_attempts"], {"run_id": run_id, "limit": limit})
+        return [attempt_from_row(r) for r in rows]
+
+    async def job_changes(self, job_id: str, limit: int,
+                          before_change_id: str | None) -> list[JobChange]:
+        rows = await self._all(Q["job_changes"], {"job_id": job_id, "limit": limit,
+                                                  "before_change_id": before_change_id})
+        return [change_from_row(r) for r in rows]
+
     async def explain_due_query(self, shard: int, bucket: int, now: datetime) -> list[str]:
         """EXPLAIN QUERY PLAN of the due-run query, for tests and operators."""
         rows = await self._all("EXPLAIN QUERY PLAN " + Q["runs_due_in_bucket"], {
@@ -522,6 +587,16 @@ def _split_statements(sql: str) -> list[str]:
     ):
         raise ValueError("migration ends with an incomplete statement")
     return statements
+
+
+def _with_attempt_end(c: sqlite3.Connection, query: str, params: dict[str, Any],
+                      ended: dict[str, Any]) -> bool:
+    """Run a transition of a RUNNING run; when it lands, end its attempt in the same
+    transaction."""
+    if c.execute(query, params).rowcount != 1:
+        return False
+    c.execute(Q["attempt_end"], ended)
+    return True
 
 
 class _JobChanged(Exception):

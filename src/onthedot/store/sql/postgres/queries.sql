@@ -277,21 +277,44 @@ RETURNING w.shard, w.bucket
 
 -- name: run_claim
 -- A new attempt: for a queued run, or a running one whose worker stopped renewing. A RETRYING
--- run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at.
-UPDATE job_runs
-SET status = 'RUNNING', attempt = attempt + 1, lease_token = %(token)s,
-    lease_expires_at = %(lease_expires_at)s, started_at = %(now)s, error = NULL, retry_at = NULL
-WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-  AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
-RETURNING *
+-- run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at. The attempt
+-- starts in the same statement; an attempt of the run still running lost its lease.
+WITH claimed AS (
+    UPDATE job_runs
+    SET status = 'RUNNING', attempt = attempt + 1, lease_token = %(token)s,
+        lease_expires_at = %(lease_expires_at)s, started_at = %(now)s, error = NULL,
+        retry_at = NULL
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
+    RETURNING *
+), lost AS (
+    UPDATE run_attempts AS a SET status = 'lost', finished_at = %(now)s, error = %(lost_error)s
+    FROM claimed
+    WHERE a.run_id = claimed.run_id AND a.status = 'running'
+), started AS (
+    INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
+    SELECT run_id, lease_token, attempt, 'running', started_at FROM claimed
+)
+SELECT * FROM claimed
 
 -- name: run_release
--- A worker shutting down hands the run back undone: the interrupted attempt does not count.
-UPDATE job_runs
-SET status = 'ENQUEUED', attempt = attempt - 1, lease_token = NULL, lease_expires_at = NULL,
-    enqueued_at = %(now)s
-WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-  AND status = 'RUNNING' AND lease_token = %(token)s
+-- A worker shutting down hands the run back undone: the interrupted attempt does not count
+-- (its attempt row ends as released).
+WITH released AS (
+    UPDATE job_runs
+    SET status = 'ENQUEUED', attempt = attempt - 1, lease_token = NULL, lease_expires_at = NULL,
+        enqueued_at = %(now)s
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND status = 'RUNNING' AND lease_token = %(token)s
+    RETURNING run_id
+), ended AS (
+    UPDATE run_attempts AS a
+    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
+        preview = %(a_preview)s
+    FROM released
+    WHERE a.run_id = released.run_id AND a.token = %(a_token)s AND a.status = 'running'
+)
+SELECT count(*) AS moved FROM released
 
 -- name: run_extend_lease
 UPDATE job_runs SET lease_expires_at = %(lease_expires_at)s
@@ -299,13 +322,25 @@ WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
   AND status = 'RUNNING' AND lease_token = %(token)s
 
 -- name: run_retry
-UPDATE job_runs SET status = 'RETRYING', error = %(error)s, lease_expires_at = NULL,
-                    retry_at = %(retry_at)s
-WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-  AND status = 'RUNNING' AND lease_token = %(token)s
+-- The failed attempt ends in the same statement.
+WITH retrying AS (
+    UPDATE job_runs SET status = 'RETRYING', error = %(error)s, lease_expires_at = NULL,
+                        retry_at = %(retry_at)s
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND status = 'RUNNING' AND lease_token = %(token)s
+    RETURNING run_id
+), ended AS (
+    UPDATE run_attempts AS a
+    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
+        preview = %(a_preview)s
+    FROM retrying
+    WHERE a.run_id = retrying.run_id AND a.token = %(a_token)s AND a.status = 'running'
+)
+SELECT count(*) AS moved FROM retrying
 
 -- name: run_finish
--- The terminal status and its RunEvent in one statement (so in one transaction).
+-- The terminal status, its RunEvent and the end of the attempt in one statement (so in one
+-- transaction).
 WITH finished AS (
     UPDATE job_runs
     SET status = %(status)s, finished_at = %(finished_at)s, output = %(output)s::jsonb,
@@ -313,6 +348,12 @@ WITH finished AS (
     WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
       AND status = 'RUNNING' AND lease_token = %(token)s
     RETURNING job_id, run_id, status
+), ended AS (
+    UPDATE run_attempts AS a
+    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
+        preview = %(a_preview)s
+    FROM finished
+    WHERE a.run_id = finished.run_id AND a.token = %(a_token)s AND a.status = 'running'
 )
 INSERT INTO run_events (job_id, run_id, status, emitted_at)
 SELECT job_id, run_id, status, %(finished_at)s FROM finished
@@ -342,6 +383,12 @@ WITH finished AS (
            %(i_created_at)s
     FROM finished
     ON CONFLICT (run_id, channel_key) DO NOTHING
+), ended AS (
+    UPDATE run_attempts AS a
+    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
+        preview = %(a_preview)s
+    FROM finished
+    WHERE a.run_id = finished.run_id AND a.token = %(a_token)s AND a.status = 'running'
 )
 INSERT INTO run_events (job_id, run_id, status, emitted_at)
 SELECT job_id, run_id, status, %(finished_at)s FROM finished
@@ -402,12 +449,22 @@ SELECT * FROM job_runs WHERE status = 'ENQUEUED' AND enqueued_at < %(before)s
 ORDER BY enqueued_at LIMIT %(limit)s
 
 -- name: run_requeue_running
--- The attempt whose lease ran out stays counted; a late write of its worker is fenced.
-UPDATE job_runs
-SET status = 'ENQUEUED', enqueued_at = %(now)s, lease_token = NULL, lease_expires_at = NULL
-WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'RUNNING'
-  AND lease_token = %(token)s AND lease_expires_at <= %(now)s
-RETURNING *
+-- The attempt whose lease ran out stays counted (its row ends as lost); a late write of its
+-- worker is fenced.
+WITH requeued AS (
+    UPDATE job_runs
+    SET status = 'ENQUEUED', enqueued_at = %(now)s, lease_token = NULL, lease_expires_at = NULL
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'RUNNING'
+      AND lease_token = %(token)s AND lease_expires_at <= %(now)s
+    RETURNING *
+), ended AS (
+    UPDATE run_attempts AS a
+    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
+        preview = %(a_preview)s
+    FROM requeued
+    WHERE a.run_id = requeued.run_id AND a.token = %(a_token)s AND a.status = 'running'
+)
+SELECT * FROM requeued
 
 -- name: run_requeue_enqueued
 UPDATE job_runs SET enqueued_at = %(now)s
@@ -649,6 +706,37 @@ CREATE TABLE {partition} PARTITION OF {month} FOR VALUES FROM ({lo}) TO ({hi})
 
 -- name: partition_drop_check
 ALTER TABLE {partition} DROP CONSTRAINT {range_check}
+
+-- --- attempts and job history (0006) -----------------------------------------------------
+
+-- name: run_attempts
+SELECT * FROM run_attempts WHERE run_id = %(run_id)s
+ORDER BY started_at, attempt
+LIMIT %(limit)s
+
+-- name: prune_attempts
+WITH old AS (
+    SELECT run_id, token FROM run_attempts
+    WHERE status <> 'running' AND finished_at < %(before)s
+    ORDER BY finished_at LIMIT %(limit)s
+)
+DELETE FROM run_attempts AS a USING old
+WHERE a.run_id = old.run_id AND a.token = old.token
+
+-- name: job_change_insert
+INSERT INTO job_changes (change_id, job_id, actor, channel, action, details, changed_at)
+VALUES (%(change_id)s, %(job_id)s, %(actor)s, %(channel)s, %(action)s, %(details)s::jsonb,
+        %(changed_at)s)
+
+-- name: job_changes
+SELECT * FROM job_changes
+WHERE job_id = %(job_id)s
+  AND (%(before_change_id)s::text IS NULL OR change_id < %(before_change_id)s::text)
+ORDER BY change_id DESC
+LIMIT %(limit)s
+
+-- name: job_changes_delete
+DELETE FROM job_changes WHERE job_id = %(job_id)s
 
 -- --- news digests (0003) ---
 

@@ -395,6 +395,46 @@ SELECT user_id FROM api_tokens WHERE token_hash = :token_hash
 -- name: tokens_exist
 SELECT EXISTS (SELECT 1 FROM api_tokens) AS present
 
+-- --- attempts and job history (0006) -----------------------------------------------------
+
+-- name: attempt_start
+INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
+VALUES (:run_id, :token, :attempt, 'running', :now)
+
+-- name: attempts_lost
+-- Before a new attempt starts: any attempt of the run still running lost its lease.
+UPDATE run_attempts SET status = 'lost', finished_at = :now, error = :error
+WHERE run_id = :run_id AND status = 'running'
+
+-- name: attempt_end
+UPDATE run_attempts
+SET status = :a_status, finished_at = :a_now, error = :a_error, preview = :a_preview
+WHERE run_id = :a_run_id AND token = :a_token AND status = 'running'
+
+-- name: run_attempts
+SELECT * FROM run_attempts WHERE run_id = :run_id
+ORDER BY started_at, attempt
+LIMIT :limit
+
+-- name: prune_attempts
+DELETE FROM run_attempts
+WHERE rowid IN (SELECT rowid FROM run_attempts
+                WHERE status <> 'running' AND finished_at < :before
+                ORDER BY finished_at LIMIT :limit)
+
+-- name: job_change_insert
+INSERT INTO job_changes (change_id, job_id, actor, channel, action, details, changed_at)
+VALUES (:change_id, :job_id, :actor, :channel, :action, :details, :changed_at)
+
+-- name: job_changes
+SELECT * FROM job_changes
+WHERE job_id = :job_id AND (:before_change_id IS NULL OR change_id < :before_change_id)
+ORDER BY change_id DESC
+LIMIT :limit
+
+-- name: job_changes_delete
+DELETE FROM job_changes WHERE job_id = :job_id
+
 -- --- news digests (0003) ---
 
 -- name: feed_states_get

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from onthedot.actions import ActionRegistry, EgressGuard
+from onthedot.actions import ActionRegistry, EgressGuard, secret_headers
 from onthedot.config import Settings
 from onthedot.delivery import validate_notify
 from onthedot.domain.clock import Clock
@@ -211,7 +211,7 @@ class JobService:
                     expected="a new key for a different request")
             return await self._view(result.job), False
         self.metrics.jobs_created.inc()
-        return JobView(job=item.job, status=item.job.status.value, last_run=None), True
+        return JobView(job=_shown(item.job), status=item.job.status.value, last_run=None), True
 
     async def get_job(self, user_id: str, job_id: str) -> JobView:
         return await self._view(await self._job(user_id, job_id))
@@ -242,7 +242,9 @@ class JobService:
                 raise ConflictError("a deleted job cannot be changed", code="job_cancelled",
                                     field="job_id", expected="a job that is not cancelled")
             spec = self._validated(JobSpec(
-                action=patch.action if patch.action is not None else job.action,
+                # A hidden secret sent back as *** keeps the stored value.
+                action=(job.action if patch.action is None
+                        else secret_headers.restore(patch.action, job.action)),
                 params=patch.params if patch.params is not None else job.params,
                 name=patch.name if patch.name is not None else job.name,
                 retry_policy=patch.retry_policy or job.retry_policy,
@@ -540,7 +542,7 @@ class JobService:
         last = started[0] if started else None
         running = any(r.status in (RunStatus.RUNNING, RunStatus.RETRYING) for r in runs)
         status = "running" if running and job.status is JobStatus.SCHEDULED else job.status.value
-        return JobView(job=job, status=status, last_run=last)
+        return JobView(job=_shown(job), status=status, last_run=last)
 
     def _validated(self, spec: JobSpec, *, check_notify: bool = True) -> JobSpec:
         if check_notify:
@@ -550,6 +552,7 @@ class JobService:
                 spec.notify, settings=self.settings, guard=self._guard))
         _check_action_shape(spec.action)
         self.actions.validate(spec.action)
+        secret_headers.check_not_redacted(spec.action)
         name = (spec.name or "").strip()
         _check_text(name, "name")
         if len(name) > MAX_NAME_CHARS:
@@ -568,6 +571,12 @@ class JobService:
         if not params.timezone:
             params = replace(params, timezone=self.settings.default_timezone)
         return replace(spec, name=name or None, params=params)
+
+
+def _shown(job: Job) -> Job:
+    """The job as users and models see it: secret header values hidden."""
+    action = secret_headers.redact(job.action)
+    return job if action is job.action else replace(job, action=action)
 
 
 def _check_text(text: str | None, field_name: str) -> None:

@@ -530,7 +530,7 @@ INSERT INTO api_tokens (token_hash, user_id, created_at, token_id)
 VALUES (%(token_hash)s, %(user_id)s, %(now)s, 'tok_' || substr(%(token_hash)s, 1, 10))
 
 -- name: token_user
-SELECT user_id FROM api_tokens WHERE token_hash = %(token_hash)s
+SELECT user_id FROM api_tokens WHERE token_hash = %(token_hash)s AND revoked_at IS NULL
 
 -- name: tokens_exist
 SELECT EXISTS (SELECT 1 FROM api_tokens) AS present

@@ -391,7 +391,7 @@ INSERT INTO api_tokens (token_hash, user_id, created_at, token_id)
 VALUES (:token_hash, :user_id, :now, 'tok_' || substr(:token_hash, 1, 10))
 
 -- name: token_user
-SELECT user_id FROM api_tokens WHERE token_hash = :token_hash
+SELECT user_id FROM api_tokens WHERE token_hash = :token_hash AND revoked_at IS NULL
 
 -- name: tokens_exist
 SELECT EXISTS (SELECT 1 FROM api_tokens) AS present

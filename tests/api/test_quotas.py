@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from onthedot.api.app import create_app
 from onthedot.config import Settings
 from onthedot.domain.clock import FakeClock
+from onthedot.quotas import CreateRate
 from onthedot.runtime import Runtime
 from tests.api.conftest import START, assert_problem, job_body
 from tests.api.test_token_scopes import mcp_call, mcp_client
@@ -150,3 +152,16 @@ async def test_mcp_and_chat_answer_the_same_limits(tmp_path: Path) -> None:
         assert (error["code"], error["retry_after_seconds"]) == ("quota_exceeded", 60)
         assert_problem(chat, 429, "quota_exceeded")
         assert chat.headers["Retry-After"] == "60"
+
+
+def test_each_user_has_a_bucket_of_its_own_that_refills_evenly() -> None:
+    rate = CreateRate(per_minute=6)  # one create every 10 s
+    now = START
+
+    assert rate.take("alice", 10, now) == 6
+    assert rate.take("alice", 1, now) == 0
+    assert rate.retry_after("alice", now) == 10
+    assert rate.take("bob", 2, now) == 2
+    assert rate.take("alice", 2, now + timedelta(seconds=15)) == 1  # 1.5 creates refilled
+    assert rate.retry_after("alice", now + timedelta(seconds=15)) == 5
+    assert CreateRate(per_minute=0).take("alice", 10_000, now) == 10_000

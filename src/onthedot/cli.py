@@ -36,7 +36,7 @@ import pydantic
 from onthedot import __version__, logs
 from onthedot.config import Settings, load_settings
 from onthedot.domain.errors import ConfigError, OnTheDotError
-from onthedot.store.base import Migrated
+from onthedot.store.base import ApiToken, Migrated, Store
 
 log = logging.getLogger("onthedot")
 
@@ -46,6 +46,7 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 CLIENT_TIMEOUT_SECONDS = 30.0
 LISTEN_BACKLOG = 2048  # uvicorn's default
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 # --- entry point -----------------------------------------------------------------------------
@@ -204,18 +205,175 @@ def token() -> None:
 
 @token.command("create")
 @click.option("--user", "user_id", required=True, help="the user this token acts as")
+@click.option("--scope", "scopes", multiple=True, default=("write",), show_default=True,
+              type=click.Choice(["read", "write", "admin"]), help="read; write (implies "
+              "read); admin (implies both; reads other users' dead letters). Repeatable")
+@click.option("--expires-in", metavar="DURATION", help="the token stops working after this "
+              "long: 90m, 12h, 30d, 8w")
+@click.option("--expires-at", metavar="ISO", help="the token stops working at this time "
+              "(ISO 8601; without an offset: UTC)")
 @_store_options
-def token_create(user_id: str, **flags: Any) -> None:
-    """Print a new token for USER; it cannot be shown again."""
-    from onthedot.api.auth import check_user_id, hash_token, new_token
+def token_create(user_id: str, scopes: tuple[str, ...], expires_in: str | None,
+                 expires_at: str | None, **flags: Any) -> None:
+    """Print a new token for USER; it cannot be shown again. Its id (for `token list`,
+    `revoke`, `rotate`) is printed on stderr."""
+    from onthedot.api.auth import check_scopes, check_user_id, new_token_id
 
     check_user_id(user_id)
-    settings = _settings(**flags)
-    secret = new_token()
-    asyncio.run(_token_add(settings, hash_token(secret), user_id))
+    now = datetime.now(UTC)
+    made = ApiToken(token_id=new_token_id(), user_id=user_id, scopes=check_scopes(scopes),
+                    created_at=now, expires_at=_expiry(now, expires_in, expires_at))
+    secret, local_jobs = asyncio.run(_token_create(_settings(**flags), made))
     click.echo(secret)
-    click.echo(f"token for user {user_id!r} created; store it now, it cannot be shown again",
+    expiry = f", expires {_when(made.expires_at)}" if made.expires_at else ""
+    click.echo(f"token {made.token_id} for user {user_id!r} created (scopes: "
+               f"{' '.join(made.scopes)}{expiry}); store it now, it cannot be shown again",
                err=True)
+    if local_jobs:
+        click.echo(f"note: {local_jobs} job(s) on this database belong to the user 'local' "
+                   f"(made without a token) and {user_id!r} will not see them; to keep them, "
+                   f"use a token made with --user local, or move them with `onthedot jobs "
+                   f"reassign --from local --to {user_id}`", err=True)
+
+
+@token.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@_store_options
+def token_list(as_json: bool, **flags: Any) -> None:
+    """Every token (revoked ones too): id, user, scopes, dates. Never a secret."""
+    async def listed(store: Store) -> list[ApiToken]:
+        return await store.tokens_list()
+
+    now = datetime.now(UTC)
+    tokens = asyncio.run(_with_store(_settings(**flags), listed))
+    if as_json:
+        _echo_json([{"token_id": t.token_id, "user": t.user_id, "scopes": list(t.scopes),
+                     "created_at": _when(t.created_at), "expires_at": _when(t.expires_at),
+                     "last_used_at": _when(t.last_used_at),
+                     "revoked_at": _when(t.revoked_at), "status": _token_status(t, now)}
+                    for t in tokens])
+        return
+    _echo_table([[t.token_id, t.user_id, " ".join(t.scopes), _when(t.created_at) or "-",
+                  _when(t.expires_at) or "never", _when(t.last_used_at) or "-",
+                  _token_status(t, now)] for t in tokens],
+                ["TOKEN_ID", "USER", "SCOPES", "CREATED", "EXPIRES", "LAST_USED", "STATUS"])
+
+
+@token.command("revoke")
+@click.argument("token_id")
+@_store_options
+def token_revoke(token_id: str, **flags: Any) -> None:
+    """Revoke TOKEN_ID: the very next request with it is answered 401."""
+    async def revoke(store: Store) -> bool:
+        return await store.token_revoke(token_id, datetime.now(UTC))
+
+    if not asyncio.run(_with_store(_settings(**flags), revoke)):
+        raise _no_live_token(token_id)
+    click.echo(f"token {token_id} revoked")
+
+
+@token.command("rotate")
+@click.argument("token_id")
+@_store_options
+def token_rotate(token_id: str, **flags: Any) -> None:
+    """Give TOKEN_ID a new secret (same id, user, scopes and expiry) and print it once; the
+    old secret stops working at once."""
+    from onthedot.api.auth import hash_token, new_token
+
+    secret = new_token()
+
+    async def rotate(store: Store) -> ApiToken | None:
+        return await store.token_rotate(token_id, hash_token(secret))
+
+    rotated = asyncio.run(_with_store(_settings(**flags), rotate))
+    if rotated is None:
+        raise _no_live_token(token_id)
+    click.echo(secret)
+    click.echo(f"token {token_id} of user {rotated.user_id!r} rotated: the old secret no "
+               "longer works; store the new one now, it cannot be shown again", err=True)
+
+
+EXPIRY_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}  # seconds per unit
+
+
+def _expiry(now: datetime, expires_in: str | None, expires_at: str | None) -> datetime | None:
+    if expires_in is not None and expires_at is not None:
+        raise click.UsageError("give --expires-in or --expires-at, not both")
+    if expires_in is not None:
+        text = expires_in.strip().lower()
+        unit = EXPIRY_UNITS.get(text[-1:])
+        if unit is None or not text[:-1].isdigit() or int(text[:-1]) <= 0:
+            raise click.BadParameter(f"{expires_in!r} is not a duration; expected a whole "
+                                     "number and m, h, d or w: 90m, 12h, 30d, 8w",
+                                     param_hint="--expires-in")
+        try:
+            return now + timedelta(seconds=int(text[:-1]) * unit)
+        except OverflowError:
+            raise click.BadParameter(f"{expires_in!r} is too far away",
+                                     param_hint="--expires-in") from None
+    if expires_at is not None:
+        try:
+            at = datetime.fromisoformat(expires_at)
+        except ValueError:
+            raise click.BadParameter(f"{expires_at!r} is not an ISO 8601 time; expected e.g. "
+                                     "2027-01-01T00:00:00+00:00", param_hint="--expires-at"
+                                     ) from None
+        at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+        if at <= now:
+            raise click.BadParameter(f"{expires_at} is not in the future",
+                                     param_hint="--expires-at")
+        return at
+    return None
+
+
+def _when(at: datetime | None) -> str | None:
+    return None if at is None else at.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _token_status(token: ApiToken, now: datetime) -> str:
+    if token.revoked_at is not None:
+        return "revoked"
+    if token.expires_at is not None and token.expires_at <= now:
+        return "expired"
+    return "active"
+
+
+def _no_live_token(token_id: str) -> OnTheDotError:
+    from onthedot.domain.errors import NotFoundError
+
+    return NotFoundError(f"no token {token_id} that is not revoked", field="TOKEN_ID",
+                         expected="an id listed by `onthedot token list` with status active "
+                                  "or expired")
+
+
+async def _token_create(settings: Settings, made: ApiToken) -> tuple[str, int]:
+    """Store the token; the secret, and the number of jobs of ``local`` when this is the
+    database's first token for another user (their owner then stops being reachable)."""
+    from onthedot.api.auth import LOCAL_USER, hash_token, new_token
+
+    secret = new_token()
+
+    async def create(store: Store) -> int:
+        first = not await store.tokens_exist()
+        await store.token_create(made, hash_token(secret))
+        if not first or made.user_id == LOCAL_USER:
+            return 0
+        return await store.jobs_count_of_user(LOCAL_USER)
+
+    return secret, await _with_store(settings, create)
+
+
+async def _with_store(settings: Settings, use: Callable[[Store], Coroutine[Any, Any, T]]) -> T:
+    """Run ``use`` with the configured store, migrated (administration commands talk to the
+    database directly, not to a server)."""
+    from onthedot.runtime import build_store
+
+    store = build_store(settings)
+    try:
+        await store.migrate()
+        return await use(store)
+    finally:
+        await store.close()
 
 
 @cli.group("webhook-secret")
@@ -338,17 +496,6 @@ async def _migrate(settings: Settings) -> Migrated:
         await queue.open()  # the table queue's tables (SQLite, PostgreSQL), or NATS streams
         await queue.close()
         return done
-    finally:
-        await store.close()
-
-
-async def _token_add(settings: Settings, token_hash: str, user_id: str) -> None:
-    from onthedot.runtime import build_store
-
-    store = build_store(settings)
-    try:
-        await store.migrate()
-        await store.token_add(token_hash, user_id, datetime.now(UTC))
     finally:
         await store.close()
 
@@ -1223,6 +1370,29 @@ def _echo_chat(answer: dict[str, Any], as_json: bool) -> None:
     run = answer.get("run")
     if run and answer.get("intent") == "run_now":
         click.echo(f"  run {run['run_id']}  {run['status']}")
+
+
+# --- jobs reassign: store-direct, like token create ------------------------------------------
+@jobs.command("reassign")
+@click.option("--from", "from_user", required=True, metavar="USER", help="the jobs' owner now "
+              "(e.g. local, the user of a server without tokens)")
+@click.option("--to", "to_user", required=True, metavar="USER", help="their new owner")
+@_store_options
+def jobs_reassign(from_user: str, to_user: str, **flags: Any) -> None:
+    """Give every job of one user (with its runs and inbox results) to another, in one
+    transaction, directly in the database. Prints how many jobs moved."""
+    from onthedot.api.auth import check_user_id
+
+    check_user_id(from_user)
+    check_user_id(to_user)
+    if from_user == to_user:
+        raise click.UsageError("--from and --to name the same user")
+
+    async def reassign(store: Store) -> int:
+        return await store.jobs_reassign(from_user, to_user, datetime.now(UTC))
+
+    moved = asyncio.run(_with_store(_settings(**flags), reassign))
+    click.echo(f"moved {moved} job(s) from {from_user!r} to {to_user!r}")
 
 
 if __name__ == "__main__":

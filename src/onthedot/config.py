@@ -80,6 +80,13 @@ class Settings(BaseSettings):
                                  "smtps://... for TLS from the start; unset = no email channel")
     smtp_from: str | None = Field(None, description="From address of delivered mail, e.g. "
                                   "onthedot@example.com (needed with smtp_url)")
+    max_active_jobs: int = Field(100, ge=0, description="per user: the most jobs that are "
+                                 "scheduled or paused at once; a create beyond it is answered "
+                                 "429 quota_exceeded (0 = no limit)")
+    create_rate_per_minute: int = Field(600, ge=0, description="per user and per API process: "
+                                        "the most jobs created in a minute (each job of a "
+                                        "batch counts); beyond it 429 rate_limited with "
+                                        "Retry-After (0 = no limit)")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     access_log: bool = Field(False, description="one log line per HTTP request (uvicorn's "
                              "access log); off by default: under load the line costs more "

@@ -15,19 +15,18 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from onthedot.actions import ActionRegistry, EgressGuard
+from onthedot.actions import ActionRegistry, EgressGuard, secret_headers
 from onthedot.config import Settings
 from onthedot.delivery import validate_notify
 from onthedot.domain.clock import Clock
 from onthedot.domain.delivery import Delivery, InboxCursor, InboxItem
-from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
+from onthedot.domain.errors import ConflictError, NotFoundError, QuotaError, ValidationError
 from onthedot.domain.history import (
     ChangeAction,
     JobChange,
     RunAttempt,
     acting_channel,
     field_changes,
-    redact_action,
 )
 from onthedot.domain.ids import MAX_FLEXIBLE_WINDOW_SECONDS, new_ulid
 from onthedot.domain.jsonvalue import TEXT_EXPECTED, first_problem, is_storable_text
@@ -47,6 +46,7 @@ from onthedot.domain.models import (
 )
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
+from onthedot.quotas import CreateRate, active_quota_error
 from onthedot.schedule import (
     Schedule,
     compile_schedule_async,
@@ -107,7 +107,7 @@ class CreateOutcome:
 
     view: JobView | None = None
     created: bool = False
-    error: ValidationError | ConflictError | None = None
+    error: ValidationError | ConflictError | QuotaError | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,7 @@ class JobService:
         self.metrics = metrics or Metrics()
         self._guard = EgressGuard.from_settings(settings)
         self._group_commit = GroupCommit(store)
+        self._create_rate = CreateRate(settings.create_rate_per_minute)
 
     def set_due_soon_hook(self, hook: Callable[[datetime], None]) -> None:
         """The in-process watcher wants to hear at once about runs due within its tick."""
@@ -138,10 +139,12 @@ class JobService:
     # --- create / read -------------------------------------------------------------------
     async def create_job(self, user_id: str, spec: JobSpec,
                          idempotency_key: str | None = None) -> tuple[JobView, bool]:
+        self._take_creates(user_id, 1)
         item = await self._prepare(user_id, spec, idempotency_key, self.clock.now())
         # Concurrent creates share one transaction (store/group_commit.py); this one returns
         # once the transaction holding its job has committed.
-        stored = await self._group_commit.job_create(item.job, item.first_run)
+        stored = await self._group_commit.job_create(item.job, item.first_run,
+                                                     max_active=item.max_active)
         view, created = await self._settle(item, stored)
         if created:
             self._due_soon(item.job.next_run_at)
@@ -158,22 +161,23 @@ class JobService:
             raise ValidationError(f"{len(requests)} jobs in one batch", code="too_many_jobs",
                                   field="jobs", expected=f"at most {MAX_BATCH_JOBS} jobs")
         now = self.clock.now()
-        prepared: list[JobInsert | ValidationError] = []
+        prepared: list[JobInsert | ValidationError | QuotaError] = []
         for spec, key in requests:
             try:
                 prepared.append(await self._prepare(user_id, spec, key, now))
             except ValidationError as exc:  # this item only; the others go on
                 prepared.append(exc)
+        prepared = self._within_create_rate(user_id, prepared)
         items = [p for p in prepared if isinstance(p, JobInsert)]
         stored = iter(await self.store.jobs_insert_many(items) if items else [])
         outcomes: list[CreateOutcome] = []
         for item in prepared:
-            if isinstance(item, ValidationError):
+            if isinstance(item, (ValidationError, QuotaError)):
                 outcomes.append(CreateOutcome(error=item))
                 continue
             try:
                 view, created = await self._settle(item, next(stored))
-            except ConflictError as exc:
+            except (ConflictError, QuotaError) as exc:
                 outcomes.append(CreateOutcome(error=exc))
             else:
                 outcomes.append(CreateOutcome(view=view, created=created))
@@ -183,7 +187,8 @@ class JobService:
 
     async def _prepare(self, user_id: str, spec: JobSpec, idempotency_key: str | None,
                        now: datetime) -> JobInsert:
-        """Validate, compute the first occurrence and build the job and its first run."""
+        """Validate, compute the first occurrence and build the job and its first run (to
+        be inserted within the user's active-job quota)."""
         spec = self._validated(spec)
         job_id = new_ulid(now)
         schedule = with_flexible_window(await self._compile(spec.params, anchor=now, now=now),
@@ -197,11 +202,14 @@ class JobService:
             idempotency_key=idempotency_key, request_hash=_request_hash(spec),
             next_run_at=first_at, notify=spec.notify,
         )
-        return JobInsert(job=job, first_run=self._new_run(job_id, first_at, "scheduled"))
+        return JobInsert(job=job, first_run=self._new_run(job_id, first_at, "scheduled"),
+                         max_active=self.settings.max_active_jobs or None)
 
     async def _settle(self, item: JobInsert, result: JobCreated) -> tuple[JobView, bool]:
         """What the store did with a prepared job: created it, or found its idempotency key
         held, by the same request (a replay) or by another one (409)."""
+        if result.over_quota:
+            raise active_quota_error(self.settings.max_active_jobs)
         if not result.created:
             if result.job.request_hash != item.job.request_hash:
                 raise ConflictError(
@@ -210,7 +218,7 @@ class JobService:
                     expected="a new key for a different request")
             return await self._view(result.job), False
         self.metrics.jobs_created.inc()
-        return JobView(job=item.job, status=item.job.status.value, last_run=None), True
+        return JobView(job=_shown(item.job), status=item.job.status.value, last_run=None), True
 
     async def get_job(self, user_id: str, job_id: str) -> JobView:
         return await self._view(await self._job(user_id, job_id))
@@ -241,7 +249,9 @@ class JobService:
                 raise ConflictError("a deleted job cannot be changed", code="job_cancelled",
                                     field="job_id", expected="a job that is not cancelled")
             spec = self._validated(JobSpec(
-                action=patch.action if patch.action is not None else job.action,
+                # A hidden secret sent back as *** keeps the stored value.
+                action=(job.action if patch.action is None
+                        else secret_headers.restore(patch.action, job.action)),
                 params=patch.params if patch.params is not None else job.params,
                 name=patch.name if patch.name is not None else job.name,
                 retry_policy=patch.retry_policy or job.retry_policy,
@@ -266,6 +276,7 @@ class JobService:
             if job.status is JobStatus.PAUSED:
                 return JobSave(job=updated)
             first_at = self._first_occurrence(spec.params, schedule, now)
+            await self._check_revived_quota(job)
             updated = replace(updated, status=JobStatus.SCHEDULED, next_run_at=first_at)
             return JobSave(job=updated, cancel_open_runs=True,
                            insert_run=self._new_run(job.job_id, first_at, "scheduled"))
@@ -444,6 +455,41 @@ class JobService:
         await self.queue.send(run_id, run_message(redriven))
         return redriven
 
+    # --- per-user quotas (onthedot.quotas) ------------------------------------------------
+    def _take_creates(self, user_id: str, wanted: int) -> None:
+        now = self.clock.now()
+        if self._create_rate.take(user_id, wanted, now) < wanted:
+            raise self._create_rate.limited(user_id, now)
+
+    def _within_create_rate(
+            self, user_id: str, prepared: list[JobInsert | ValidationError | QuotaError],
+    ) -> list[JobInsert | ValidationError | QuotaError]:
+        """The valid items of a batch take one create each, in order; those the rate does not
+        grant are answered 429 in their place."""
+        now = self.clock.now()
+        wanted = sum(isinstance(p, JobInsert) for p in prepared)
+        granted = self._create_rate.take(user_id, wanted, now)
+        if granted == wanted:
+            return prepared
+        limited = self._create_rate.limited(user_id, now)
+        out: list[JobInsert | ValidationError | QuotaError] = []
+        for item in prepared:
+            if isinstance(item, JobInsert):
+                if granted == 0:
+                    out.append(limited)
+                    continue
+                granted -= 1
+            out.append(item)
+        return out
+
+    async def _check_revived_quota(self, job: Job) -> None:
+        """A finished job that a new schedule brings back counts again. Checked before the
+        save, not under the insert's lock: two such revivals at once may pass it together."""
+        limit = self.settings.max_active_jobs
+        if (limit and job.status not in (JobStatus.SCHEDULED, JobStatus.PAUSED)
+                and await self.store.jobs_count_active(job.user_id, limit) >= limit):
+            raise active_quota_error(limit)
+
     # --- helpers -------------------------------------------------------------------------
     async def _compile(self, params: JobParams, *, anchor: datetime,
                        now: datetime | None) -> Schedule:
@@ -512,7 +558,7 @@ class JobService:
         last = started[0] if started else None
         running = any(r.status in (RunStatus.RUNNING, RunStatus.RETRYING) for r in runs)
         status = "running" if running and job.status is JobStatus.SCHEDULED else job.status.value
-        return JobView(job=job, status=status, last_run=last)
+        return JobView(job=_shown(job), status=status, last_run=last)
 
     def _validated(self, spec: JobSpec, *, check_notify: bool = True) -> JobSpec:
         if check_notify:
@@ -522,6 +568,7 @@ class JobService:
                 spec.notify, settings=self.settings, guard=self._guard))
         _check_action_shape(spec.action)
         self.actions.validate(spec.action)
+        secret_headers.check_not_redacted(spec.action)
         name = (spec.name or "").strip()
         _check_text(name, "name")
         if len(name) > MAX_NAME_CHARS:
@@ -568,8 +615,8 @@ class JobService:
         """What a change did to the job's user-facing fields; a run-now names its run."""
         details = field_changes(_audited_fields(job), _audited_fields(save.job))
         if "action" in details:  # compared in full, shown with credential headers redacted
-            details["action"] = {"old": redact_action(job.action),
-                                 "new": redact_action(save.job.action)}
+            details["action"] = {"old": secret_headers.redact(job.action),
+                                 "new": secret_headers.redact(save.job.action)}
         if action is ChangeAction.RUN and save.insert_run is not None:
             details["run_id"] = save.insert_run.run_id
         return self._change_record(user_id, job.job_id, action, details)
@@ -590,6 +637,12 @@ def _audited_fields(job: Job) -> dict[str, Any]:
             "job_params": job.params.to_dict(), "retry_policy": job.retry_policy.to_dict(),
             "misfire_policy": job.misfire_policy, "timeout_seconds": job.timeout_seconds,
             "notify": job.notify, "status": job.status.value}
+
+
+def _shown(job: Job) -> Job:
+    """The job as users and models see it: secret header values hidden."""
+    action = secret_headers.redact(job.action)
+    return job if action is job.action else replace(job, action=action)
 
 
 def _check_text(text: str | None, field_name: str) -> None:

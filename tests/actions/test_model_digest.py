@@ -128,8 +128,10 @@ async def test_a_model_that_is_down_leaves_the_offline_digest(
     assert run.status is RunStatus.SUCCEEDED, run.error
     assert run.output["written_by"] == "offline"
     assert run.output["model_error"].startswith(
-        f"the model at {url}/chat/completions did not answer: ConnectError"
-        if where == "closed port" else "could not resolve models.invalid: ")
+        "the model (ONTHEDOT_LLM_BASE_URL) did not answer: ConnectError"
+        if where == "closed port"
+        else "the model (ONTHEDOT_LLM_BASE_URL) could not be reached: could not resolve ***")
+    assert url not in run.output["model_error"]
     assert run.output["new_items"] == 2
 
 

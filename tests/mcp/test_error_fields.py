@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "src" / "onthedot"
 # What a tool call reaches: the tools, the service, schedules, the parser, action and channel
 # validation, the store, and the error classes' own codes.
-REACHED = ["mcp", "service.py", "schedule", "nl", "actions", "delivery", "store",
+REACHED = ["mcp", "service.py", "quotas.py", "schedule", "nl", "actions", "delivery", "store",
            "domain/errors.py"]
 # Codes in that source that a tool call cannot answer, and why.
 NOT_FROM_TOOLS = {
@@ -36,6 +36,7 @@ NOT_FROM_TOOLS = {
     "error": "the root class's placeholder; every raise names its code",
     "conflict": "the conflict class's placeholder; every raise names its code",
     "too_many_jobs": "a batch over its limit: POST /v1/jobs:batch only",
+    "idempotency_key_clash": "`onthedot jobs reassign` only (a store-direct CLI command)",
     "version_mismatch": "a confirmed chat change whose job changed: /v1/chat only (no tool "
                         "passes an expected version)",
 }

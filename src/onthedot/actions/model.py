@@ -76,7 +76,8 @@ def model_endpoint(base_url: str) -> tuple[str, int]:
     except (ValueError, httpx.InvalidURL):  # UnicodeDecodeError is a ValueError
         host = ""
     if not host or parts.scheme not in ("http", "https"):
-        raise ConfigError(f"{BASE_URL_SETTING} {base_url!r} is not an http(s) URL with a host",
+        # The value is not repeated: it may hold credentials (user:password@, ?key=).
+        raise ConfigError(f"{BASE_URL_SETTING} is not an http(s) URL with a host",
                           field="llm_base_url",
                           expected="the base URL of an OpenAI-compatible API, e.g. "
                                    "http://127.0.0.1:11434/v1 or https://api.openai.com/v1")

@@ -26,6 +26,7 @@ from onthedot.actions.egress import (
     body_text,
     read_capped,
 )
+from onthedot.actions.secret_headers import check_listed
 from onthedot.actions.signing import SIGNATURE_HEADER, USER_AGENT, WebhookSigner
 from onthedot.domain.errors import ActionError, ValidationError
 
@@ -37,7 +38,8 @@ ERROR_READ_BYTES = 4 * 1024
 
 class WebhookAction:
     name = "webhook"
-    param_names: tuple[str, ...] = ("url", "method", "headers", "body")
+    # secret_headers: further header names to hide in every view (actions/secret_headers.py)
+    param_names: tuple[str, ...] = ("url", "method", "headers", "body", "secret_headers")
 
     def __init__(self, guard: EgressGuard, signer: WebhookSigner | None = None) -> None:
         self.guard = guard
@@ -60,6 +62,7 @@ class WebhookAction:
         ):
             raise ValidationError("headers must map names to strings", field="action.headers",
                                   expected='an object like {"X-Token": "..."}')
+        check_listed(params)
 
     def _validate_destination(self, host: str) -> None:
         reason = self.guard.refusal_without_lookup(host)

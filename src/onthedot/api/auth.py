@@ -9,7 +9,11 @@ effect at once):
   ``local`` (a warning is logged at startup);
 * no token exists and the server is bound elsewhere: refuse to start (``check_bind_allowed``).
 
-The REST API and the MCP server share ``resolve_user``.
+The REST API and the MCP server share ``resolve_principal``: who calls, and with which scopes.
+A token is read from the store on every request (no cache), so a revoked or expired token is
+refused by the very next request. Scopes: ``read``; ``write`` (implies read; the default);
+``admin`` (implies both, and may read other users' dead letters). The token-less ``local`` user
+has every scope.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import hashlib
 import ipaddress
 import re
 import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 from onthedot.config import Settings
 from onthedot.domain.errors import AuthError, ConfigError, ForbiddenError, ValidationError
-from onthedot.store.base import Store
+from onthedot.store.base import ApiToken, Store
 
 LOCAL_USER = "local"
 TOKEN_PREFIX = "otd_"  # makes a leaked token easy to recognise (and to scan for)
@@ -70,36 +76,101 @@ def check_bind_allowed(host: str, tokens_exist: bool) -> None:
 
 async def resolve_user(store: Store, settings: Settings, authorization: str | None) -> str:
     """The user id a request acts as, from its ``Authorization`` header value."""
-    if authorization:
-        scheme, _, token = authorization.strip().partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            raise AuthError("the Authorization header must be 'Bearer <token>'",
-                            field="Authorization", expected="Bearer <token>")
-        user = await store.token_user(hash_token(token))
-        if user is None:
-            raise AuthError("unknown or revoked token", code="invalid_token",
-                            field="Authorization",
-                            expected="a token printed by `onthedot token create`")
-        return user
-    if not await store.tokens_exist() and is_loopback(settings.host):
-        return LOCAL_USER
-    raise AuthError("a bearer token is required", code="missing_token", field="Authorization",
-                    expected="Authorization: Bearer <token>")
+    return (await resolve_principal(store, settings, authorization)).user_id
 
 
 async def resolve_request_user(store: Store, settings: Settings, authorization: str | None,
                                host: str, origin: str | None) -> str:
-    """``resolve_user`` for an HTTP request. In token-less local mode the request must also be
-    addressed to a loopback host (and come from a loopback origin, if it names one): otherwise
-    a web page that rebinds its DNS name to 127.0.0.1 could act as ``local``."""
-    user = await resolve_user(store, settings, authorization)
-    if user == LOCAL_USER and not authorization and not _loopback_request(host, origin):
+    """``resolve_request_principal``'s user id."""
+    principal = await resolve_request_principal(store, settings, authorization, host, origin)
+    return principal.user_id
+
+
+async def resolve_principal(store: Store, settings: Settings, authorization: str | None,
+                            now: datetime | None = None) -> Principal:
+    """Who a request acts as, and with which scopes, from its ``Authorization`` header."""
+    now = now or datetime.now(UTC)
+    if authorization:
+        scheme, _, secret = authorization.strip().partition(" ")
+        secret = secret.strip()
+        if scheme.lower() != "bearer" or not secret:
+            raise AuthError("the Authorization header must be 'Bearer <token>'",
+                            field="Authorization", expected="Bearer <token>")
+        token = await store.token_find(hash_token(secret), now)
+        if token is None:
+            raise AuthError("unknown, revoked or expired token", code="invalid_token",
+                            field="Authorization",
+                            expected="a live token printed by `onthedot token create` or "
+                                     "`onthedot token rotate`")
+        if token.last_used_at is None or token.last_used_at < now - LAST_USED_RESOLUTION:
+            await store.token_touch(token.token_id, now, now - LAST_USED_RESOLUTION)
+        return Principal.of(token)
+    if not await store.tokens_exist() and is_loopback(settings.host):
+        return Principal(LOCAL_USER, frozenset(SCOPES))
+    raise AuthError("a bearer token is required", code="missing_token", field="Authorization",
+                    expected="Authorization: Bearer <token>")
+
+
+async def resolve_request_principal(store: Store, settings: Settings,
+                                    authorization: str | None, host: str, origin: str | None,
+                                    now: datetime | None = None) -> Principal:
+    """``resolve_principal`` for an HTTP request. In token-less local mode the request must
+    also be addressed to a loopback host (and come from a loopback origin, if it names one):
+    otherwise a web page that rebinds its DNS name to 127.0.0.1 could act as ``local``."""
+    principal = await resolve_principal(store, settings, authorization, now)
+    if (principal.token_id is None and not authorization
+            and not _loopback_request(host, origin)):
         raise ForbiddenError("without a token, only requests addressed to a loopback host are "
                              "served", code="untrusted_origin", field="Host",
                              expected="Host and Origin on 127.0.0.1, localhost or ::1, or "
                                       "Authorization: Bearer <token>")
-    return user
+    return principal
+
+
+# --- scopes (0007) ---------------------------------------------------------------------------
+SCOPES = ("read", "write", "admin")
+DEFAULT_SCOPES = ("write",)
+# What each scope grants: write implies read, admin implies both.
+_IMPLIED = {"read": {"read"}, "write": {"read", "write"}, "admin": {"read", "write", "admin"}}
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # a token's last use is written at most this often
+TOKEN_ID_PREFIX = "tok_"
+TOKEN_ID_RANDOM_BYTES = 5  # 10 hex digits, like the ids derived for tokens made before ids
+
+
+@dataclass(frozen=True)
+class Principal:
+    user_id: str
+    scopes: frozenset[str]  # effective: implied scopes included
+    token_id: str | None = None  # None: the token-less local user
+
+    @classmethod
+    def of(cls, token: ApiToken) -> Principal:
+        return cls(token.user_id, effective_scopes(token.scopes), token.token_id)
+
+    def require(self, scope: str, what: str) -> None:
+        if scope not in self.scopes:
+            raise ForbiddenError(f"this token may not {what}", code="insufficient_scope",
+                                 field="Authorization",
+                                 expected=f"a token with the {scope!r} scope "
+                                          f"(`onthedot token create --scope {scope}`)")
+
+
+def effective_scopes(scopes: tuple[str, ...] | list[str]) -> frozenset[str]:
+    return frozenset().union(*(_IMPLIED.get(s, set()) for s in scopes))
+
+
+def check_scopes(scopes: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown or not scopes:
+        raise ValidationError(f"unknown scope {unknown[0]!r}" if unknown else "no scope given",
+                              code="invalid_scope", field="scope",
+                              expected="read, write or admin (write implies read, admin "
+                                       "implies both)")
+    return tuple(s for s in SCOPES if s in scopes)  # canonical order, no repeats
+
+
+def new_token_id() -> str:
+    return TOKEN_ID_PREFIX + secrets.token_hex(TOKEN_ID_RANDOM_BYTES)
 
 
 def _loopback_request(host: str, origin: str | None) -> bool:

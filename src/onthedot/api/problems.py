@@ -27,7 +27,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from onthedot.api.jsonbody import EXPECTED as JSON_EXPECTED
-from onthedot.domain.errors import AuthError, OnTheDotError
+from onthedot.domain.errors import AuthError, OnTheDotError, QuotaError
 
 log = logging.getLogger("onthedot.api")
 
@@ -79,14 +79,23 @@ def error_problem(exc: OnTheDotError) -> ProblemResponse:
     headers = None
     if isinstance(exc, AuthError):
         headers = {"WWW-Authenticate": 'Bearer realm="onthedot"'}
+    if isinstance(exc, QuotaError):
+        headers = {"Retry-After": str(exc.retry_after_seconds)}
     return problem(exc.http_status, exc.code, exc.message, field=exc.field, expected=exc.expected,
-                   headers=headers)
+                   headers=headers, extra=_extra(exc))
 
 
 def error_body(exc: OnTheDotError, field: str | None) -> dict[str, Any]:
     """The problem of ``exc`` as a plain object (one item of a batch), naming ``field``."""
     return problem_body(exc.http_status, exc.code, exc.message, field=field,
-                        expected=exc.expected)
+                        expected=exc.expected, extra=_extra(exc))
+
+
+def _extra(exc: OnTheDotError) -> dict[str, Any] | None:
+    """A 429 says when to try again in the body too (a batch item has no header of its own)."""
+    if isinstance(exc, QuotaError):
+        return {"retry_after_seconds": exc.retry_after_seconds}
+    return None
 
 
 def validation_body(errors: Sequence[Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from starlette.convertors import StringConvertor, register_url_convertor
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from onthedot.api.auth import resolve_request_user
+from onthedot.api.auth import Principal, check_user_id, resolve_request_principal
 from onthedot.api.jsonbody import StrictJsonRoute
 from onthedot.api.models import (
     MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS,  # routes_chat uses it too
@@ -78,8 +78,31 @@ async def current_user(
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> str:
     runtime = runtime_of(request)
-    return await resolve_request_user(runtime.store, runtime.settings, authorization,
-                                      request.url.hostname or "", request.headers.get("origin"))
+    principal = await resolve_request_principal(
+        runtime.store, runtime.settings, authorization, request.url.hostname or "",
+        request.headers.get("origin"), runtime.clock.now())
+    if request.method not in READ_METHODS and request.url.path not in READ_ONLY_POSTS:
+        principal.require("write", "change anything (it has the read scope only)")
+    request.state.principal = principal
+    return principal.user_id
+
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+READ_ONLY_POSTS = frozenset({"/v1/parse"})  # a POST that computes and stores nothing
+
+
+def principal_of(request: Request) -> Principal:
+    """The caller as ``current_user`` resolved it (a route that takes this also takes
+    ``UserDep``, which runs first)."""
+    return cast(Principal, request.state.principal)
+
+
+def acting_for(request: Request, user: str, other: str | None) -> str:
+    """``other`` (an admin acting on another user's data) or the caller."""
+    if other is None or other == user:
+        return user
+    principal_of(request).require("admin", "act for another user")
+    return check_user_id(other)
 
 
 RuntimeDep = Annotated[Runtime, Depends(runtime_of)]
@@ -91,7 +114,7 @@ PageToken = Annotated[str | None, Query(description="next_page_token of the prev
 # --- jobs ----------------------------------------------------------------------------------
 @router.post("/jobs", status_code=status.HTTP_201_CREATED, response_model=JobOut,
              responses={200: {"model": JobOut, "description": "replay of an Idempotency-Key"},
-                        **_problems(409)})
+                        **_problems(409, 429)})
 async def create_job(
     body: JobCreate, response: Response, rt: RuntimeDep, user: UserDep,
     idempotency_key: Annotated[str | None, Header(
@@ -236,20 +259,28 @@ async def get_run(run_id: str, rt: RuntimeDep, user: UserDep) -> RunDetailOut:
     return RunDetailOut.with_attempts(run, attempts)
 
 
+AdminUser = Annotated[str | None, Query(
+    alias="user", description="admin scope only: another user whose dead letters these are")]
+
+
 @router.get("/dead-letters", response_model=DeadLetterList)
-async def list_dead_letters(rt: RuntimeDep, user: UserDep, page_size: PageSize = 20,
-                            page_token: PageToken = None) -> DeadLetterList:
-    """The caller's runs that failed their last attempt."""
-    page = await rt.service.list_dead_letters(user, page_size=page_size, page_token=page_token)
+async def list_dead_letters(request: Request, rt: RuntimeDep, user: UserDep,
+                            page_size: PageSize = 20, page_token: PageToken = None,
+                            other: AdminUser = None) -> DeadLetterList:
+    """The caller's runs that failed their last attempt (an admin token: ``?user=NAME``'s)."""
+    page = await rt.service.list_dead_letters(acting_for(request, user, other),
+                                              page_size=page_size, page_token=page_token)
     return DeadLetterList(dead_letters=[RunOut.of(r) for r in page.items],
                           next_page_token=page.next_page_token)
 
 
 @router.post("/dead-letters/{run_id:id}:redrive", response_model=RunOut,
              responses=_problems(404, 409))
-async def redrive(run_id: str, rt: RuntimeDep, user: UserDep) -> RunOut:
-    """Send a dead-lettered run back to the queue with a fresh attempt count."""
-    return RunOut.of(await rt.service.redrive(user, run_id))
+async def redrive(request: Request, run_id: str, rt: RuntimeDep, user: UserDep,
+                  other: AdminUser = None) -> RunOut:
+    """Send a dead-lettered run back to the queue with a fresh attempt count (an admin token:
+    ``?user=NAME``'s run)."""
+    return RunOut.of(await rt.service.redrive(acting_for(request, user, other), run_id))
 
 
 # --- job history -----------------------------------------------------------------------------

@@ -135,3 +135,19 @@ class DeliveryError(OnTheDotError):
     def __init__(self, message: str, *, retryable: bool = True) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class QuotaError(OnTheDotError):
+    """A per-user limit is reached (active jobs, creates per minute): HTTP 429 with
+    ``Retry-After``; try again after ``retry_after_seconds``."""
+
+    code = "quota_exceeded"
+    http_status = 429
+
+    def __init__(self, message: str, *, code: str | None = None, field: str | None = None,
+                 expected: str | None = None, retry_after_seconds: int = 60) -> None:
+        super().__init__(message, code=code, field=field, expected=expected)
+        self.retry_after_seconds = retry_after_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "retry_after_seconds": self.retry_after_seconds}

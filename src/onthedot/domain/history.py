@@ -24,13 +24,8 @@ from typing import Any
 
 PREVIEW_MAX_CHARS = 500  # of an attempt's output, as text: enough to recognise it
 ERROR_MAX_CHARS = 2000  # of an attempt's error
-REDACTED = "***"
 LOST_ERROR = "lost: the worker stopped renewing its lease (it crashed or was cut off)"
 RELEASED_ERROR = "released: the worker shut down before the attempt ended; not counted"
-
-# Header names whose values are credentials: shown in a job's history as REDACTED.
-_SECRET_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie|.*-token|.*-key)$",
-                            re.IGNORECASE)
 
 # What a database cannot store in text: unpaired surrogates (UTF-8) and NUL (PostgreSQL).
 _UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
@@ -96,25 +91,12 @@ def bounded(text: str | None, limit: int) -> str | None:
     return _UNSTORABLE.sub("\ufffd", text)
 
 
-def redact_action(action: Mapping[str, Any]) -> dict[str, Any]:
-    """The action with the values of credential headers replaced by REDACTED (and any header
-    the action lists in ``secret_headers``)."""
-    headers = action.get("headers")
-    if not isinstance(headers, Mapping):
-        return dict(action)
-    listed = action.get("secret_headers")
-    extra = {str(h).lower() for h in listed} if isinstance(listed, list) else set()
-    return {**action, "headers": {
-        name: REDACTED if _SECRET_HEADER.match(name) or name.lower() in extra else value
-        for name, value in headers.items()}}
-
-
 def field_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     """{field: {"old": ..., "new": ...}} for every field whose value differs."""
     return {name: {"old": old.get(name), "new": new.get(name)}
             for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)}
 
 
-__all__ = ["ERROR_MAX_CHARS", "LOST_ERROR", "PREVIEW_MAX_CHARS", "REDACTED", "RELEASED_ERROR",
+__all__ = ["ERROR_MAX_CHARS", "LOST_ERROR", "PREVIEW_MAX_CHARS", "RELEASED_ERROR",
            "AttemptStatus", "ChangeAction", "JobChange", "RunAttempt", "acting_channel",
-           "bounded", "field_changes", "preview_of", "redact_action"]
+           "bounded", "field_changes", "preview_of"]

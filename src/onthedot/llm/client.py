@@ -21,10 +21,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from onthedot.domain.errors import BackendError
+from onthedot.domain.errors import BackendError, OnTheDotError
 
 LLM_TIMEOUT_SECONDS = 60.0
 MAX_TOOL_ROUNDS = 5  # model turns that may call tools before it must answer in words
@@ -80,6 +81,10 @@ class ChatModel:
         self.model = model
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.timeout_seconds = timeout_seconds
+        # Errors end up in run records, chat replies and tool results that users and models
+        # read: they never name the endpoint or carry its credentials (not even echoed back
+        # by the server in an error body).
+        self._hidden = _hidden_parts(base_url, api_key)
 
     async def complete(self, http: httpx.AsyncClient, messages: Sequence[dict[str, Any]],
                        tools: Sequence[dict[str, Any]], *, tool_choice: str = "auto",
@@ -98,15 +103,20 @@ class ChatModel:
                                    timeout=self.timeout_seconds) as response:
                 if response.status_code != 200:
                     detail = await _read(response, ERROR_PREVIEW_CHARS * 4)
-                    raise _refused(self.url, response.status_code, detail)
+                    raise _refused(response.status_code, detail, self._hidden)
                 raw = await _read(response, MAX_ANSWER_BYTES)
         except httpx.HTTPError as exc:
-            raise ModelError(f"the model at {self.url} did not answer: {type(exc).__name__}",
-                             status=None) from exc
+            raise ModelError(f"the model ({MODEL_SETTING}) did not answer: "
+                             f"{type(exc).__name__}", status=None) from exc
+        except OnTheDotError as exc:  # the egress guard: e.g. the model's name did not resolve
+            if isinstance(exc, ModelError):
+                raise
+            raise ModelError(f"the model ({MODEL_SETTING}) could not be reached: "
+                             f"{scrub(exc.message, self._hidden)}", status=None) from exc
         try:
             return _completion(json.loads(raw))
         except (ValueError, LookupError, TypeError) as exc:
-            raise ModelError(f"the model at {self.url} sent an answer that is not a chat "
+            raise ModelError(f"the model ({MODEL_SETTING}) sent an answer that is not a chat "
                              "completion", status=None, code="llm_bad_answer",
                              expected="an OpenAI-compatible chat-completions API") from exc
 
@@ -162,10 +172,34 @@ async def _read(response: httpx.Response, max_bytes: int) -> bytes:
     return bytes(data[:max_bytes + 1])
 
 
-def _refused(url: str, status: int, detail: bytes) -> ModelError:
-    text = " ".join(detail.decode("utf-8", "replace").split())[:ERROR_PREVIEW_CHARS]
-    return ModelError(f"the model at {url} answered HTTP {status}" + (f": {text}" if text else ""),
-                      status=status)
+def _refused(status: int, detail: bytes, hidden: Sequence[str]) -> ModelError:
+    text = scrub(" ".join(detail.decode("utf-8", "replace").split()), hidden)
+    text = text[:ERROR_PREVIEW_CHARS]
+    return ModelError(f"the model ({MODEL_SETTING}) answered HTTP {status}"
+                      + (f": {text}" if text else ""), status=status)
+
+
+MODEL_SETTING = "ONTHEDOT_LLM_BASE_URL"
+HIDDEN = "***"
+
+
+def _hidden_parts(base_url: str, api_key: str | None) -> tuple[str, ...]:
+    """What an error must not show: the key, the URL and each of its parts that could be a
+    credential or locate the endpoint; longest first, so a part inside another goes with it."""
+    parts = urlsplit(base_url)
+    found = {api_key, base_url, base_url.rstrip("/"), parts.netloc, parts.hostname,
+             parts.username, parts.password, parts.query}
+    return tuple(sorted((p for p in found if p and len(p) >= MIN_HIDDEN_CHARS),
+                        key=len, reverse=True))
+
+
+MIN_HIDDEN_CHARS = 4  # a shorter fragment (a port, "v1") would blank out ordinary words
+
+
+def scrub(text: str, hidden: Sequence[str]) -> str:
+    for part in hidden:
+        text = text.replace(part, HIDDEN)
+    return text
 
 
 def _completion(body: Any) -> Completion:

@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from onthedot.api.auth import resolve_request_user, resolve_user
+from onthedot.api.auth import Principal, resolve_principal, resolve_request_principal
 from onthedot.api.jsonbody import EXPECTED as JSON_EXPECTED
 from onthedot.api.jsonbody import parse_json
 from onthedot.api.problems import error_problem, problem
@@ -41,7 +41,7 @@ from onthedot.mcp.server import build_server
 from onthedot.runtime import Runtime
 
 MCP_PATH = "/mcp"
-USER_STATE = "onthedot_user"  # request.state attribute: the user resolved at the edge
+USER_STATE = "onthedot_user"  # request.state attribute: the Principal resolved at the edge
 # Stateless transport: the SDK logs two INFO lines per call (its request type, and "terminating"
 # the per-request session). The access log already has the request; keep those at WARNING unless
 # the deployment configured these loggers itself.
@@ -82,13 +82,13 @@ class McpEndpoint:
         runtime = cast(Runtime, request.app.state.runtime)
         authorization = request.headers.get("authorization")
         try:
-            user = await resolve_request_user(runtime.store, runtime.settings, authorization,
-                                              request.url.hostname or "",
-                                              request.headers.get("origin"))
+            principal = await resolve_request_principal(
+                runtime.store, runtime.settings, authorization, request.url.hostname or "",
+                request.headers.get("origin"), runtime.clock.now())
         except OnTheDotError as exc:
             await error_problem(exc)(scope, receive, send)
             return
-        setattr(request.state, USER_STATE, user)  # the same scope reaches the tool call
+        setattr(request.state, USER_STATE, principal)  # the same scope reaches the tool call
         if _is_json(request):
             body = await request.body()
             try:
@@ -137,10 +137,11 @@ async def caller_of_request(request: Any) -> Caller:
         raise AuthError("this MCP server identifies callers by their HTTP request",
                         field="Authorization", expected="a call over Streamable HTTP")
     runtime = cast(Runtime, request.app.state.runtime)
-    user = getattr(request.state, USER_STATE, None)
-    if not isinstance(user, str):
-        user = await resolve_user(runtime.store, runtime.settings,
-                                  request.headers.get("authorization"))
-    return Caller(service=runtime.service, user_id=user,
-                  timezone=runtime.settings.default_timezone)
+    principal = getattr(request.state, USER_STATE, None)
+    if not isinstance(principal, Principal):
+        principal = await resolve_principal(runtime.store, runtime.settings,
+                                            request.headers.get("authorization"),
+                                            runtime.clock.now())
+    return Caller(service=runtime.service, user_id=principal.user_id,
+                  timezone=runtime.settings.default_timezone, scopes=principal.scopes)
 

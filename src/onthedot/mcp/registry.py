@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.types import ToolAnnotations
 
-from onthedot.domain.errors import OnTheDotError
+from onthedot.domain.errors import ForbiddenError, OnTheDotError
 from onthedot.domain.history import acting_channel
 from onthedot.domain.jsonvalue import TEXT_EXPECTED, is_finite_number, is_storable_text
 
@@ -67,6 +67,8 @@ class Caller:
     user_id: str
     timezone: str  # the user's default timezone (settings.default_timezone)
     dry_run: bool = False  # mutating tools describe what they would do and change nothing
+    # The token's scopes (onthedot.api.auth): a tool that is not read-only needs "write".
+    scopes: frozenset[str] = frozenset({"read", "write", "admin"})
 
 
 Handler = Callable[[dict[str, Any], Caller], Awaitable[dict[str, Any]]]
@@ -177,6 +179,11 @@ class ToolRegistry:
         # lends its tools to a model) said so first.
         channel = acting_channel.set(acting_channel.get() or "mcp")
         try:
+            if not tool.annotations.readOnlyHint and "write" not in caller.scopes:
+                raise ForbiddenError(f"{name} changes tasks and this token may only read",
+                                     code="insufficient_scope", field=None,
+                                     expected="a token with the write scope, or a read-only "
+                                              "tool (list_tasks, get_task, ...)")
             args = check_arguments(tool.input_schema, arguments, tool.name)
             return ToolResult({"ok": True, **await tool.handler(args, caller)})
         except OnTheDotError as exc:

@@ -78,6 +78,7 @@ OLDEST_DUE_ENQUEUED_CAP = 1000
 class JobCreated:
     job: Job
     created: bool  # False: an earlier request with the same idempotency key already created it
+    over_quota: bool = False  # not created: the user's active-job quota is reached (0007)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,9 @@ class JobInsert:
 
     job: Job
     first_run: JobRun | None
+    # The user's active-job quota (scheduled + paused jobs), checked in the inserting
+    # transaction; None: no limit.
+    max_active: int | None = None
 
 
 @dataclass(frozen=True)
@@ -245,6 +249,20 @@ class FeedState:
     etag: str | None = None
     last_modified: str | None = None
     seen: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    """A bearer token as stored (its secret never is: only its SHA-256). ``scopes`` as given
+    at creation: ``read``, ``write`` (implies read), ``admin`` (implies both)."""
+
+    token_id: str
+    user_id: str
+    scopes: tuple[str, ...]
+    created_at: datetime
+    expires_at: datetime | None = None
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -538,4 +556,48 @@ class Store(FeedStateStore, Protocol):
     async def job_changes(self, job_id: str, limit: int,
                           before_change_id: str | None) -> list[JobChange]:
         """The job's changes, newest first (keyset pagination on change_id)."""
+        ...
+
+    # --- tokens with ids, scopes and expiry; reassigning jobs (0007) ----------------------
+    # ``jobs_insert_many`` and ``job_create`` honour ``JobInsert.max_active``: the count of the
+    # user's scheduled and paused jobs and the inserts happen under one per-user lock
+    # (SQLite: the write lock; PostgreSQL: an advisory transaction lock), so concurrent creates
+    # never pass the quota together. A refused item is answered ``over_quota`` and not written;
+    # an item whose idempotency key is held is a replay and never counts against the quota.
+    async def token_create(self, token: ApiToken, token_hash: str) -> None: ...
+
+    async def token_find(self, token_hash: str, now: datetime) -> ApiToken | None:
+        """The live token with this hash: None when unknown, revoked or expired by ``now``."""
+        ...
+
+    async def token_touch(self, token_id: str, now: datetime, stale_before: datetime) -> None:
+        """Record a use: last_used_at = now, written only when the stored one is older than
+        ``stale_before`` (so a busy token costs one write a minute, not one per request)."""
+        ...
+
+    async def tokens_list(self) -> list[ApiToken]:
+        """Every token, revoked ones included, oldest first."""
+        ...
+
+    async def token_revoke(self, token_id: str, now: datetime) -> bool:
+        """False when no token has this id or it is revoked already."""
+        ...
+
+    async def token_rotate(self, token_id: str, token_hash: str) -> ApiToken | None:
+        """Replace the hash of a token that is not revoked (the old secret stops working with
+        this commit); None when there is no such token."""
+        ...
+
+    async def jobs_count_of_user(self, user_id: str) -> int:
+        """Every stored job of the user, whatever its status."""
+        ...
+
+    async def jobs_count_active(self, user_id: str, cap: int) -> int:
+        """The user's scheduled and paused jobs, counted up to ``cap``."""
+        ...
+
+    async def jobs_reassign(self, from_user: str, to_user: str, now: datetime) -> int:
+        """Give every job of ``from_user`` (and its inbox items) to ``to_user`` in ONE
+        transaction; the number of jobs moved. ConflictError, with nothing moved, when a job
+        of ``from_user`` has an idempotency key that ``to_user`` uses already."""
         ...

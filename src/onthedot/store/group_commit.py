@@ -45,9 +45,11 @@ class GroupCommit:
         self._waiting: list[Waiter] = []
         self._flusher: asyncio.Task[None] | None = None
 
-    async def job_create(self, job: Job, first_run: JobRun | None) -> JobCreated:
+    async def job_create(self, job: Job, first_run: JobRun | None, *,
+                         max_active: int | None = None) -> JobCreated:
         future: asyncio.Future[JobCreated] = asyncio.get_running_loop().create_future()
-        self._waiting.append((JobInsert(job=job, first_run=first_run), future))
+        self._waiting.append((JobInsert(job=job, first_run=first_run, max_active=max_active),
+                              future))
         running = self._flusher
         if running is None or running.done() or running.get_loop() is not future.get_loop():
             self._flusher = asyncio.create_task(self._flush_all(), name="onthedot-group-commit")
@@ -88,7 +90,10 @@ class GroupCommit:
     async def _one_by_one(self, batch: list[Waiter]) -> None:
         for item, future in batch:
             try:
-                result = await self.store.job_create(item.job, item.first_run)
+                if item.max_active is None:
+                    result = await self.store.job_create(item.job, item.first_run)
+                else:  # job_create knows no quota
+                    result = (await self.store.jobs_insert_many([item]))[0]
             except Exception as exc:
                 _fail(future, exc)
             else:

@@ -65,6 +65,7 @@ from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
 from onthedot.store.base import (
     OLDEST_DUE_ENQUEUED_CAP,
     WATERMARK_TOUCH_SECONDS,
+    ApiToken,
     ApplyResult,
     DueClaim,
     DueClaimed,
@@ -128,6 +129,14 @@ from onthedot.store.pgpool import (
 )
 from onthedot.store.reads import SharedReads
 from onthedot.store.sqlfile import load_queries
+from onthedot.store.tokens import (
+    QuotaSplit,
+    quota_keys,
+    quota_users,
+    reassign_clash,
+    token_from_row,
+    token_params,
+)
 
 Q = load_queries("onthedot.store", "sql/postgres/queries.sql")
 log = logging.getLogger(__name__)
@@ -437,6 +446,8 @@ class PostgresStore(SharedReads):
     async def jobs_insert_many(self, items: Sequence[JobInsert]) -> list[JobCreated]:
         if not items:
             return []
+        if quota_users(items):
+            return await self._jobs_insert_within_quota(items)
         plan = InsertPlan.of(items)
         now = self.clock.now()
         rows = [_insert_row(i, now) for i in plan.offered]
@@ -787,6 +798,89 @@ class PostgresStore(SharedReads):
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:
         await self._count(Q["token_add"], {"token_hash": token_hash, "user_id": user_id,
                                            "now": now})
+
+    # --- tokens with ids, scopes and expiry; reassigning jobs (0007) ----------------------
+    async def token_create(self, token: ApiToken, token_hash: str) -> None:
+        await self._count(Q["token_create"], token_params(token, token_hash, lambda v: v))
+
+    async def token_find(self, token_hash: str, now: datetime) -> ApiToken | None:
+        row = await self._one(Q["token_find"], {"token_hash": token_hash, "now": now})
+        return None if row is None else token_from_row(row)
+
+    async def token_touch(self, token_id: str, now: datetime, stale_before: datetime) -> None:
+        await self._count(Q["token_touch"], {"token_id": token_id, "now": now,
+                                             "stale_before": stale_before})
+
+    async def tokens_list(self) -> list[ApiToken]:
+        return [token_from_row(r) for r in await self._all(Q["tokens_list"], {})]
+
+    async def token_revoke(self, token_id: str, now: datetime) -> bool:
+        return await self._count(Q["token_revoke"], {"token_id": token_id, "now": now}) == 1
+
+    async def token_rotate(self, token_id: str, token_hash: str) -> ApiToken | None:
+        async with self._tx() as conn:
+            cur = await conn.execute(Q["token_rotate"], {"token_id": token_id,
+                                                         "token_hash": token_hash})
+            row = await cur.fetchone()
+        return None if row is None else token_from_row(row)
+
+    async def jobs_count_of_user(self, user_id: str) -> int:
+        row = await self._one(Q["jobs_count_of_user"], {"user_id": user_id})
+        return 0 if row is None else int(row["n"])
+
+    async def jobs_count_active(self, user_id: str, cap: int) -> int:
+        row = await self._one(Q["jobs_count_active"], {"user_id": user_id, "cap": cap})
+        return 0 if row is None else int(row["n"])
+
+    async def jobs_reassign(self, from_user: str, to_user: str, now: datetime) -> int:
+        params = {"from_user": from_user, "to_user": to_user, "now": now}
+        async with self._tx() as conn:
+            # Both users' quota locks, in one order: a create for either waits for the move.
+            for user in sorted({from_user, to_user}):
+                await conn.execute(Q["quota_lock"], {"user_id": user})
+            cur = await conn.execute(Q["jobs_reassign_key_clashes"], params)
+            row = await cur.fetchone()
+            if row is not None and int(row["n"]):
+                raise reassign_clash(int(row["n"]), from_user, to_user)
+            cur = await conn.execute(Q["jobs_reassign"], params)
+            moved = cur.rowcount
+            await conn.execute(Q["inbox_reassign"], params)
+        return moved
+
+    async def _jobs_insert_within_quota(self, items: Sequence[JobInsert]) -> list[JobCreated]:
+        """``jobs_insert_many`` under the users' active-job quotas: lock each user (in one
+        order), count, then insert in the same transaction. READ COMMITTED gives each statement
+        a fresh snapshot, so the count taken after the lock sees the jobs of the create that
+        held it before (committed when it released the lock)."""
+        now = self.clock.now()
+        async with self._tx() as conn:
+            active: dict[str, int] = {}
+            for user, cap in quota_users(items):
+                await conn.execute(Q["quota_lock"], {"user_id": user})
+                cur = await conn.execute(Q["jobs_count_active"], {"user_id": user, "cap": cap})
+                row = await cur.fetchone()
+                active[user] = 0 if row is None else int(row["n"])
+            held = set(await self._holders(conn, quota_keys(items)))
+            split = QuotaSplit.of(items, active, held)
+            plan = InsertPlan.of(split.allowed)
+            created: set[str] = set()
+            if plan.offered:
+                cur = await conn.execute(Q["jobs_insert_many"], {
+                    "jobs": json.dumps([_insert_row(i, now) for i in plan.offered],
+                                       ensure_ascii=False),
+                    "channel": self.channel})
+                created = {str(r["job_id"]) for r in await cur.fetchall()}
+            holders = await self._holders(conn, plan.keys_to_read(created))
+        return split.results(items, plan.results(created, holders))
+
+    @staticmethod
+    async def _holders(conn: Conn, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Job]:
+        if not keys:
+            return {}
+        cur = await conn.execute(Q["jobs_by_idempotency_keys"],
+                                 {"keys": json.dumps(keys, ensure_ascii=False)})
+        return {(r["user_id"], r["idempotency_key"]): job_from_row(r)
+                for r in await cur.fetchall()}
 
     # --- operators and tests -------------------------------------------------------------
     # --- attempts and job history ----------------------------------------------------------

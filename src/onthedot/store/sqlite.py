@@ -41,6 +41,7 @@ from onthedot.domain.models import (
 from onthedot.store.base import (
     OLDEST_DUE_ENQUEUED_CAP,
     WATERMARK_TOUCH_SECONDS,
+    ApiToken,
     ApplyResult,
     DueClaim,
     DueClaimed,
@@ -89,6 +90,14 @@ from onthedot.store.insert_many import InsertPlan
 from onthedot.store.reads import SharedReads
 from onthedot.store.sqlfile import load_migrations, load_queries
 from onthedot.store.sqlite_conn import SqliteConnection, sqlite_path
+from onthedot.store.tokens import (
+    QuotaSplit,
+    quota_keys,
+    quota_users,
+    reassign_clash,
+    token_from_row,
+    token_params,
+)
 
 Q = load_queries("onthedot.store", "sql/sqlite/queries.sql")
 HOUR = timedelta(hours=1)
@@ -137,9 +146,10 @@ class SqliteStore(SharedReads):
         return await self._db.write(tx)
 
     async def jobs_insert_many(self, items: Sequence[JobInsert]) -> list[JobCreated]:
-        plan = InsertPlan.of(items)
-
         def tx(c: sqlite3.Connection) -> list[JobCreated]:
+            # Counted under the write lock the insert holds: no other create can slip in.
+            split = _quota_split(c, items)
+            plan = InsertPlan.of(split.allowed)
             rows = [job_to_params(i.job) for i in plan.offered]
             created = {r["job_id"] for r in c.execute(Q["jobs_insert_many"],
                                                       {"jobs": _json_rows(rows)})}
@@ -156,7 +166,7 @@ class SqliteStore(SharedReads):
             if keys:
                 for row in c.execute(Q["jobs_by_idempotency_keys"], {"keys": _json_rows(keys)}):
                     holders[(row["user_id"], row["idempotency_key"])] = job_from_row(row)
-            return plan.results(created, holders)
+            return split.results(items, plan.results(created, holders))
 
         if not items:
             return []
@@ -492,6 +502,53 @@ class SqliteStore(SharedReads):
         await self._db.write(lambda c: c.execute(Q["token_add"], params))
 
     # --- helpers -------------------------------------------------------------------------
+    # --- tokens with ids, scopes and expiry; reassigning jobs (0007) ----------------------
+    async def token_create(self, token: ApiToken, token_hash: str) -> None:
+        params = token_params(token, token_hash, ts)
+        await self._db.write(lambda c: c.execute(Q["token_create"], params))
+
+    async def token_find(self, token_hash: str, now: datetime) -> ApiToken | None:
+        row = await self._one(Q["token_find"], {"token_hash": token_hash, "now": ts(now)})
+        return None if row is None else token_from_row(row)
+
+    async def token_touch(self, token_id: str, now: datetime, stale_before: datetime) -> None:
+        params = {"token_id": token_id, "now": ts(now), "stale_before": ts(stale_before)}
+        await self._db.write(lambda c: c.execute(Q["token_touch"], params))
+
+    async def tokens_list(self) -> list[ApiToken]:
+        return [token_from_row(r) for r in await self._all(Q["tokens_list"], {})]
+
+    async def token_revoke(self, token_id: str, now: datetime) -> bool:
+        params = {"token_id": token_id, "now": ts(now)}
+        return bool(await self._db.write(
+            lambda c: c.execute(Q["token_revoke"], params).rowcount == 1))
+
+    async def token_rotate(self, token_id: str, token_hash: str) -> ApiToken | None:
+        params = {"token_id": token_id, "token_hash": token_hash}
+        row = await self._db.write(lambda c: c.execute(Q["token_rotate"], params).fetchone())
+        return None if row is None else token_from_row(row)
+
+    async def jobs_count_of_user(self, user_id: str) -> int:
+        row = await self._one(Q["jobs_count_of_user"], {"user_id": user_id})
+        return 0 if row is None else int(row["n"])
+
+    async def jobs_count_active(self, user_id: str, cap: int) -> int:
+        row = await self._one(Q["jobs_count_active"], {"user_id": user_id, "cap": cap})
+        return 0 if row is None else int(row["n"])
+
+    async def jobs_reassign(self, from_user: str, to_user: str, now: datetime) -> int:
+        params = {"from_user": from_user, "to_user": to_user, "now": ts(now)}
+
+        def tx(c: sqlite3.Connection) -> int:
+            clashes = int(c.execute(Q["jobs_reassign_key_clashes"], params).fetchone()["n"])
+            if clashes:
+                raise reassign_clash(clashes, from_user, to_user)
+            moved = int(c.execute(Q["jobs_reassign"], params).rowcount)
+            c.execute(Q["inbox_reassign"], params)
+            return moved
+
+        return await self._db.write(tx)
+
     def _insert_run(self, c: sqlite3.Connection, run: JobRun) -> bool:
         inserted = c.execute(Q["run_insert"], run_to_params(run)).rowcount == 1
         if inserted and run.status is RunStatus.PENDING:
@@ -684,3 +741,19 @@ def _misfired(run: JobRun, misfire_policy: str, claim: DueClaim) -> bool:
     if run.kind == "manual" or misfire_policy != "skip":
         return False
     return (claim.now - run.scheduled_at).total_seconds() > claim.misfire_grace_seconds
+
+
+def _quota_split(c: sqlite3.Connection, items: Sequence[JobInsert]) -> QuotaSplit:
+    """Which items the users' active-job quotas let in; read inside the write transaction."""
+    users = quota_users(items)
+    if not users:
+        return QuotaSplit(allowed=list(items), refused=set())
+    active = {user: int(c.execute(Q["jobs_count_active"],
+                                  {"user_id": user, "cap": cap}).fetchone()["n"])
+              for user, cap in users}
+    held: set[tuple[str, str]] = set()
+    keys = quota_keys(items)
+    if keys:
+        held = {(r["user_id"], r["idempotency_key"])
+                for r in c.execute(Q["jobs_by_idempotency_keys"], {"keys": _json_rows(keys)})}
+    return QuotaSplit.of(items, active, held)

@@ -583,10 +583,11 @@ ORDER BY member
 DELETE FROM members WHERE group_name = %(group_name)s AND member = %(member)s
 
 -- name: token_add
-INSERT INTO api_tokens (token_hash, user_id, created_at) VALUES (%(token_hash)s, %(user_id)s, %(now)s)
+INSERT INTO api_tokens (token_hash, user_id, created_at, token_id)
+VALUES (%(token_hash)s, %(user_id)s, %(now)s, 'tok_' || substr(%(token_hash)s, 1, 10))
 
 -- name: token_user
-SELECT user_id FROM api_tokens WHERE token_hash = %(token_hash)s
+SELECT user_id FROM api_tokens WHERE token_hash = %(token_hash)s AND revoked_at IS NULL
 
 -- name: tokens_exist
 SELECT EXISTS (SELECT 1 FROM api_tokens) AS present
@@ -867,3 +868,58 @@ SELECT
   (SELECT min(CASE WHEN attempt = 0 THEN scheduled_at ELSE enqueued_at END) FROM (
       SELECT attempt, scheduled_at, enqueued_at FROM job_runs WHERE status = 'ENQUEUED'
       ORDER BY enqueued_at LIMIT %(enqueued_cap)s) AS queued) AS enqueued
+
+-- --- tokens, reassigning and quotas (0007) ---
+
+-- name: token_create
+INSERT INTO api_tokens (token_hash, user_id, created_at, token_id, scopes, expires_at)
+VALUES (%(token_hash)s, %(user_id)s, %(created_at)s, %(token_id)s, %(scopes)s, %(expires_at)s)
+
+-- name: token_find
+-- A live token only: not revoked, not expired.
+SELECT * FROM api_tokens
+WHERE token_hash = %(token_hash)s AND revoked_at IS NULL
+  AND (expires_at IS NULL OR expires_at > %(now)s)
+
+-- name: token_touch
+UPDATE api_tokens SET last_used_at = %(now)s
+WHERE token_id = %(token_id)s AND (last_used_at IS NULL OR last_used_at < %(stale_before)s)
+
+-- name: tokens_list
+SELECT * FROM api_tokens ORDER BY created_at, token_id
+
+-- name: token_revoke
+UPDATE api_tokens SET revoked_at = %(now)s
+WHERE token_id = %(token_id)s AND revoked_at IS NULL
+RETURNING token_id
+
+-- name: token_rotate
+UPDATE api_tokens SET token_hash = %(token_hash)s
+WHERE token_id = %(token_id)s AND revoked_at IS NULL
+RETURNING *
+
+-- name: jobs_count_of_user
+SELECT count(*) AS n FROM jobs WHERE user_id = %(user_id)s
+
+-- name: quota_lock
+-- Serialises the active-job quota check of one user across processes, until the inserting
+-- transaction ends (so two creates cannot both see room for one more job).
+SELECT pg_advisory_xact_lock(hashtextextended('onthedot.quota:' || %(user_id)s, 0))
+
+-- name: jobs_count_active
+-- Capped: the quota only needs to know whether the limit is reached.
+SELECT count(*) AS n FROM (SELECT 1 FROM jobs
+                           WHERE user_id = %(user_id)s AND status IN ('scheduled', 'paused')
+                           LIMIT %(cap)s) AS active
+
+-- name: jobs_reassign_key_clashes
+SELECT count(*) AS n FROM jobs AS a JOIN jobs AS b
+    ON b.user_id = %(to_user)s AND b.idempotency_key = a.idempotency_key
+WHERE a.user_id = %(from_user)s AND a.idempotency_key IS NOT NULL
+
+-- name: jobs_reassign
+UPDATE jobs SET user_id = %(to_user)s, updated_at = %(now)s, version = version + 1
+WHERE user_id = %(from_user)s
+
+-- name: inbox_reassign
+UPDATE inbox SET user_id = %(to_user)s WHERE user_id = %(from_user)s

@@ -36,6 +36,7 @@ CREATE INDEX jobs_by_user ON jobs (user_id, job_id);
 CREATE UNIQUE INDEX jobs_idempotency ON jobs (user_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 CREATE INDEX jobs_finished ON jobs (updated_at) WHERE status IN ('completed', 'failed', 'cancelled');
+CREATE INDEX jobs_active_by_user ON jobs (user_id) WHERE status IN ('scheduled', 'paused');
 
 -- Natively partitioned by day on scheduled_at: old history is dropped by detaching a partition,
 -- and a claim for one hourly bucket reads one partition. The run id encodes scheduled_at
@@ -145,8 +146,14 @@ CREATE TABLE members (
 CREATE TABLE api_tokens (
     token_hash text PRIMARY KEY,                    -- sha256 of the bearer token; never the token
     user_id    text NOT NULL,
-    created_at timestamptz NOT NULL
+    created_at timestamptz NOT NULL,
+    token_id   text NOT NULL,                       -- (0007) what list/revoke/rotate name
+    scopes     text NOT NULL DEFAULT 'write',       -- (0007) space-separated
+    expires_at timestamptz,                         -- (0007)
+    last_used_at timestamptz,                       -- (0007) updated at most once a minute
+    revoked_at timestamptz                          -- (0007) kept, never accepted again
 );
+CREATE UNIQUE INDEX api_tokens_id ON api_tokens (token_id);
 
 -- Settings that shape stored data (the shard count), written once by the first migrate.
 CREATE TABLE deployment (

@@ -387,10 +387,11 @@ SELECT member FROM members WHERE group_name = :group_name AND expires_at > :now 
 DELETE FROM members WHERE group_name = :group_name AND member = :member
 
 -- name: token_add
-INSERT INTO api_tokens (token_hash, user_id, created_at) VALUES (:token_hash, :user_id, :now)
+INSERT INTO api_tokens (token_hash, user_id, created_at, token_id)
+VALUES (:token_hash, :user_id, :now, 'tok_' || substr(:token_hash, 1, 10))
 
 -- name: token_user
-SELECT user_id FROM api_tokens WHERE token_hash = :token_hash
+SELECT user_id FROM api_tokens WHERE token_hash = :token_hash AND revoked_at IS NULL
 
 -- name: tokens_exist
 SELECT EXISTS (SELECT 1 FROM api_tokens) AS present
@@ -552,3 +553,51 @@ SELECT
   (SELECT min(CASE WHEN attempt = 0 THEN scheduled_at ELSE enqueued_at END) FROM (
       SELECT attempt, scheduled_at, enqueued_at FROM job_runs WHERE status = 'ENQUEUED'
       ORDER BY enqueued_at LIMIT :enqueued_cap)) AS enqueued
+
+-- --- tokens, reassigning and quotas (0007) ---
+
+-- name: token_create
+INSERT INTO api_tokens (token_hash, user_id, created_at, token_id, scopes, expires_at)
+VALUES (:token_hash, :user_id, :created_at, :token_id, :scopes, :expires_at)
+
+-- name: token_find
+-- A live token only: not revoked, not expired.
+SELECT * FROM api_tokens
+WHERE token_hash = :token_hash AND revoked_at IS NULL
+  AND (expires_at IS NULL OR expires_at > :now)
+
+-- name: token_touch
+UPDATE api_tokens SET last_used_at = :now
+WHERE token_id = :token_id AND (last_used_at IS NULL OR last_used_at < :stale_before)
+
+-- name: tokens_list
+SELECT * FROM api_tokens ORDER BY created_at, token_id
+
+-- name: token_revoke
+UPDATE api_tokens SET revoked_at = :now WHERE token_id = :token_id AND revoked_at IS NULL
+
+-- name: token_rotate
+UPDATE api_tokens SET token_hash = :token_hash
+WHERE token_id = :token_id AND revoked_at IS NULL
+RETURNING *
+
+-- name: jobs_count_of_user
+SELECT count(*) AS n FROM jobs WHERE user_id = :user_id
+
+-- name: jobs_count_active
+-- Capped: the quota only needs to know whether the limit is reached.
+SELECT count(*) AS n FROM (SELECT 1 FROM jobs
+                           WHERE user_id = :user_id AND status IN ('scheduled', 'paused')
+                           LIMIT :cap)
+
+-- name: jobs_reassign_key_clashes
+SELECT count(*) AS n FROM jobs AS a JOIN jobs AS b
+    ON b.user_id = :to_user AND b.idempotency_key = a.idempotency_key
+WHERE a.user_id = :from_user AND a.idempotency_key IS NOT NULL
+
+-- name: jobs_reassign
+UPDATE jobs SET user_id = :to_user, updated_at = :now, version = version + 1
+WHERE user_id = :from_user
+
+-- name: inbox_reassign
+UPDATE inbox SET user_id = :to_user WHERE user_id = :from_user

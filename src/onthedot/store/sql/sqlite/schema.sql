@@ -35,6 +35,7 @@ CREATE INDEX jobs_by_user ON jobs (user_id, job_id);
 CREATE UNIQUE INDEX jobs_idempotency ON jobs (user_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 CREATE INDEX jobs_finished ON jobs (updated_at) WHERE status IN ('completed', 'failed', 'cancelled');
+CREATE INDEX jobs_active_by_user ON jobs (user_id) WHERE status IN ('scheduled', 'paused');
 
 CREATE TABLE job_runs (
     run_id           TEXT PRIMARY KEY,              -- deterministic: job_id + scheduled_at
@@ -109,8 +110,14 @@ CREATE TABLE members (
 CREATE TABLE api_tokens (
     token_hash TEXT PRIMARY KEY,                    -- sha256 of the bearer token; never the token
     user_id    TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    token_id TEXT,                                  -- (0007) what list/revoke/rotate name
+    scopes TEXT NOT NULL DEFAULT 'write',           -- (0007) space-separated
+    expires_at TEXT,                                -- (0007)
+    last_used_at TEXT,                              -- (0007) updated at most once a minute
+    revoked_at TEXT                                 -- (0007) kept, never accepted again
 );
+CREATE UNIQUE INDEX api_tokens_id ON api_tokens (token_id);
 
 -- Settings that shape stored data (the shard count), written once by the first migrate.
 CREATE TABLE deployment (

@@ -1,0 +1,83 @@
+"""Per-user limits on creating jobs, kept by the service layer (docs/api.md, "Quotas").
+
+* Active jobs (``ONTHEDOT_MAX_ACTIVE_JOBS``): counted by the store in the transaction that
+  inserts (``JobInsert.max_active``), so it holds across processes and concurrent requests.
+* Create rate (``ONTHEDOT_CREATE_RATE_PER_MINUTE``): a token bucket per user, in memory, so per
+  process: N API processes let a user create up to N times the rate. A restart forgets it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from onthedot.domain.errors import QuotaError
+
+SECONDS_PER_MINUTE = 60.0
+MAX_TRACKED_USERS = 10_000  # past this, users whose bucket is full again are forgotten
+ACTIVE_RETRY_AFTER_SECONDS = 60  # a full quota frees when jobs finish or are deleted
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at: datetime
+
+
+class CreateRate:
+    """A token bucket per user: ``per_minute`` creates, refilled evenly over a minute, bursts up
+    to ``per_minute``. ``per_minute`` 0: no limit."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._buckets: dict[str, _Bucket] = {}
+
+    def take(self, user_id: str, wanted: int, now: datetime) -> int:
+        """Take up to ``wanted`` creates for the user; the number granted (all of them
+        without a limit)."""
+        if self.per_minute <= 0 or wanted <= 0:
+            return wanted
+        bucket = self._refilled(user_id, now)
+        granted = min(wanted, int(bucket.tokens))
+        bucket.tokens -= granted
+        return granted
+
+    def retry_after(self, user_id: str, now: datetime) -> int:
+        """Whole seconds until the user may create one job again (at least 1)."""
+        bucket = self._refilled(user_id, now)
+        missing = max(0.0, 1.0 - bucket.tokens)
+        return max(1, math.ceil(missing * SECONDS_PER_MINUTE / self.per_minute))
+
+    def limited(self, user_id: str, now: datetime) -> QuotaError:
+        return QuotaError(
+            f"more than {self.per_minute} jobs created in a minute", code="rate_limited",
+            field=None, expected=f"at most {self.per_minute} creates per minute; try again "
+                                 f"after Retry-After seconds",
+            retry_after_seconds=self.retry_after(user_id, now))
+
+    def _refilled(self, user_id: str, now: datetime) -> _Bucket:
+        bucket = self._buckets.get(user_id)
+        if bucket is None:
+            if len(self._buckets) >= MAX_TRACKED_USERS:
+                self._forget_full(now)
+            bucket = self._buckets[user_id] = _Bucket(tokens=float(self.per_minute), at=now)
+            return bucket
+        elapsed = max(0.0, (now - bucket.at).total_seconds())
+        bucket.tokens = min(float(self.per_minute),
+                            bucket.tokens + elapsed * self.per_minute / SECONDS_PER_MINUTE)
+        bucket.at = now
+        return bucket
+
+    def _forget_full(self, now: datetime) -> None:
+        for user_id in list(self._buckets):
+            if self._refilled(user_id, now).tokens >= self.per_minute:
+                del self._buckets[user_id]
+
+
+def active_quota_error(max_active: int) -> QuotaError:
+    return QuotaError(
+        f"you have {max_active} active jobs, the most allowed", code="quota_exceeded",
+        field=None, expected=f"at most {max_active} scheduled or paused jobs; delete one or "
+                             "wait for one to finish",
+        retry_after_seconds=ACTIVE_RETRY_AFTER_SECONDS)

@@ -137,12 +137,12 @@ def test_create_maps_webhook_and_policy_flags_to_the_api(capsys: Capsys, server:
     payload.write_text('{"topic": "財經", "n": [1, 2]}', encoding="utf-8")
     job = ok_json(capsys, "jobs", "create", "--name", "news", "--cron", "0 8 * * *",
                   "--timezone", "Asia/Taipei", "--webhook", "https://example.com/hooks/news",
-                  "--method", "put", "--header", "X-Api-Key: abc: def",
+                  "--method", "put", "--header", "X-Note: abc: def",
                   "--header", "X-Trace:1", "--body", f"@{payload}", "--retries", "4",
                   "--timeout", "12.5", "--misfire", "skip", "--url", server.url)
     assert job["action"] == {"type": "webhook", "url": "https://example.com/hooks/news",
                              "method": "PUT",
-                             "headers": {"X-Api-Key": "abc: def", "X-Trace": "1"},
+                             "headers": {"X-Note": "abc: def", "X-Trace": "1"},
                              "body": {"topic": "財經", "n": [1, 2]}}
     assert job["retry_policy"]["max_attempts"] == 5
     assert (job["timeout_seconds"], job["misfire_policy"]) == (12.5, "skip")
@@ -201,10 +201,10 @@ def test_update_sends_only_what_is_given(capsys: Capsys, server: LiveServer) -> 
     same_except(retried, zoned, "retry_policy", "timeout_seconds")
 
     hooked = ok_json(capsys, "jobs", "update", job_id, "--webhook", "https://example.com/v2",
-                     "--method", "PATCH", "--header", "Authorization: Bearer t",
+                     "--method", "PATCH", "--header", "X-Mode: Bearer t",
                      "--body", '{"v": 2}', "--misfire", "run_late", *url)
     assert hooked["action"] == {"type": "webhook", "url": "https://example.com/v2",
-                                "method": "PATCH", "headers": {"Authorization": "Bearer t"},
+                                "method": "PATCH", "headers": {"X-Mode": "Bearer t"},
                                 "body": {"v": 2}}
     assert hooked["misfire_policy"] == "run_late"
     same_except(hooked, retried, "action", "misfire_policy")

@@ -36,7 +36,7 @@ from onthedot.config import Settings, load_settings
 from onthedot.domain.models import JobParams
 from onthedot.runtime import Runtime
 from onthedot.service import MAX_BATCH_JOBS, JobSpec
-from onthedot.watcher import Dispatcher
+from onthedot.watcher import Watcher
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 IDLE_POLL_SECONDS = 0.005  # real seconds between dispatcher ticks that found nothing due
@@ -95,7 +95,7 @@ async def one(store: str, settings: Settings, jobs: int, window: int, speed: flo
             assert all(o.created for o in outcomes), [o.error for o in outcomes if o.error]
         ingest = time.perf_counter() - started
 
-        dispatcher = Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "bench")
+        dispatcher = Watcher(rt.store, rt.queue, clock, settings, rt.metrics, "bench")
         await dispatcher.refresh_shards()
         clock.run_from(eight - timedelta(seconds=1), speed)
         done = 0

@@ -27,7 +27,7 @@ from onthedot.metrics import Metrics, MetricsServer
 from onthedot.queue.base import Queue
 from onthedot.service import JobService
 from onthedot.store.base import Store
-from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
+from onthedot.watcher import RecurringWatcher, Rescuer, Watcher
 from onthedot.watcher.recurring import CONSUMER as RECURRING_CONSUMER
 from onthedot.worker import Worker
 
@@ -132,7 +132,7 @@ class Runtime:
     metrics: Metrics = field(default_factory=Metrics)
     member_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-"
                            f"{secrets.token_hex(3)}")
-    dispatcher: Dispatcher | None = None
+    dispatcher: Watcher | None = None
     recurring: RecurringWatcher | None = None
     rescuer: Rescuer | None = None
     worker: Worker | None = None
@@ -170,7 +170,7 @@ class Runtime:
             # Its own store connection: in one process the workers' writes would otherwise
             # queue in front of every claim and delay dispatch.
             self._watcher_store = build_store(self.settings, self.clock)
-            self.dispatcher = Dispatcher(self._watcher_store, self.queue, self.clock,
+            self.dispatcher = Watcher(self._watcher_store, self.queue, self.clock,
                                          self.settings, self.metrics, self.member_id)
             self.service.set_due_soon_hook(self.dispatcher.wake)
             self._spawn(self.dispatcher.run(self._stop), "watcher")

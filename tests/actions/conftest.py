@@ -23,7 +23,7 @@ from onthedot.domain.clock import FakeClock
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
-from onthedot.watcher import Dispatcher
+from onthedot.watcher import Watcher
 from onthedot.worker import Worker
 from tests.actions.servers import Route, ScriptedServer
 from tests.engine.conftest import Engine
@@ -91,7 +91,7 @@ class FakeDns:
 class Rig:
     rt: Runtime
     clock: FakeClock
-    dispatcher: Dispatcher
+    dispatcher: Watcher
     worker: Worker
 
     async def create(self, url: str, *, max_attempts: int = 3, **action: Any) -> str:
@@ -127,7 +127,7 @@ async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
         worker_settings = settings.model_copy(
             update={"egress_allow": allow if worker_allow is None else worker_allow})
         rig = Rig(rt=rt, clock=clock,
-                  dispatcher=Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "d1"),
+                  dispatcher=Watcher(rt.store, rt.queue, clock, settings, rt.metrics, "d1"),
                   worker=Worker(rt.store, rt.queue, clock, worker_settings, rt.actions,
                                 rt.metrics, http=http))
         made.append(rig)

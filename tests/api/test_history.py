@@ -9,7 +9,7 @@ import httpx
 
 from onthedot.domain.clock import FakeClock
 from onthedot.runtime import Runtime
-from onthedot.watcher import Dispatcher, RecurringWatcher
+from onthedot.watcher import RecurringWatcher, Watcher
 from onthedot.worker import Worker
 from tests.api.conftest import add_token, assert_problem, job_body
 from tests.mcp.conftest import memory_session, ok
@@ -140,7 +140,7 @@ async def test_a_run_shows_its_attempts_and_a_redrive_is_recorded(
     body = job_body(action=webhook({}), job_params={"type": "immediate"},
                     retry_policy={"max_attempts": 1})
     job_id = (await client.post("/v1/jobs", json=body)).json()["job_id"]
-    dispatcher = Dispatcher(rt.store, rt.queue, clock, rt.settings, rt.metrics, "test")
+    dispatcher = Watcher(rt.store, rt.queue, clock, rt.settings, rt.metrics, "test")
     worker = Worker(rt.store, rt.queue, clock, rt.settings, rt.actions, rt.metrics)
     try:
         await dispatcher.refresh_shards()

@@ -12,7 +12,7 @@ from onthedot.api.app import create_app
 from onthedot.config import Settings
 from onthedot.domain.clock import FakeClock
 from onthedot.runtime import Runtime
-from onthedot.watcher import Dispatcher, RecurringWatcher
+from onthedot.watcher import RecurringWatcher, Watcher
 from onthedot.worker import Worker
 from tests.api.conftest import assert_problem, job_body
 
@@ -245,7 +245,7 @@ async def test_dead_letters_listed_and_redriven(client: httpx.AsyncClient, rt: R
     body = job_body(action={"type": "webhook", "url": "http://127.0.0.1:9/hook"},
                     job_params={"type": "immediate"}, retry_policy={"max_attempts": 1})
     job_id = (await client.post("/v1/jobs", json=body)).json()["job_id"]
-    dispatcher = Dispatcher(rt.store, rt.queue, clock, rt.settings, rt.metrics, "test")
+    dispatcher = Watcher(rt.store, rt.queue, clock, rt.settings, rt.metrics, "test")
     worker = Worker(rt.store, rt.queue, clock, rt.settings, rt.actions, rt.metrics)
     try:
         await dispatcher.refresh_shards()

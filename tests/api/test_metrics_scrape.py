@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from onthedot.domain.clock import FakeClock
 from onthedot.domain.errors import BackendError
 from onthedot.runtime import Runtime
-from onthedot.watcher import Dispatcher
+from onthedot.watcher import Watcher
 from onthedot.worker import Worker
 from tests.api.conftest import job_body
 
@@ -41,7 +41,7 @@ async def test_oldest_due_run_and_lateness(client: httpx.AsyncClient, rt: Runtim
     assert scraped["onthedot_run_lateness_seconds_count"] == 0.0
 
     # Dispatched, it is still not started: the age keeps counting from its schedule.
-    dispatcher = Dispatcher(rt.store, rt.queue, rt.clock, rt.settings, rt.metrics, "test")
+    dispatcher = Watcher(rt.store, rt.queue, rt.clock, rt.settings, rt.metrics, "test")
     await dispatcher.refresh_shards()
     assert await dispatcher.run_once() == 1
     clock.advance(seconds=10)

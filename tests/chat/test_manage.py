@@ -23,7 +23,7 @@ from onthedot.domain.clock import FakeClock
 from onthedot.domain.errors import ConflictError
 from onthedot.runtime import Runtime
 from onthedot.service import JobPatch
-from onthedot.watcher import Dispatcher, RecurringWatcher
+from onthedot.watcher import RecurringWatcher, Watcher
 from onthedot.worker import Worker
 from tests.api.conftest import add_token, assert_problem
 from tests.chat.conftest import START, TZ, jobs_of
@@ -147,7 +147,7 @@ async def snapshot(chat: Chat) -> list[tuple[str, str, str]]:
 
 async def execute_due(runtime: Runtime) -> None:
     """One watcher tick and one worker pass, in this process."""
-    dispatcher = Dispatcher(runtime.store, runtime.queue, runtime.clock, runtime.settings,
+    dispatcher = Watcher(runtime.store, runtime.queue, runtime.clock, runtime.settings,
                             runtime.metrics, "w1")
     worker = Worker(runtime.store, runtime.queue, runtime.clock, runtime.settings,
                     runtime.actions, runtime.metrics)

@@ -19,7 +19,7 @@ from onthedot.domain.models import JobParams
 from onthedot.runtime import Runtime, build_store
 from onthedot.service import JobSpec
 from onthedot.store.base import InboxQuery
-from onthedot.watcher import Dispatcher
+from onthedot.watcher import Watcher
 from onthedot.worker import Worker
 from tests.api.conftest import START, assert_problem, job_body
 from tests.api.live import LiveServer, live_server
@@ -65,7 +65,7 @@ async def client(rt: Runtime) -> AsyncIterator[httpx.AsyncClient]:
 
 async def execute_due(rt: Runtime) -> None:
     """One watcher tick and one worker pass, in this process."""
-    dispatcher = Dispatcher(rt.store, rt.queue, rt.clock, rt.settings, rt.metrics, "w1")
+    dispatcher = Watcher(rt.store, rt.queue, rt.clock, rt.settings, rt.metrics, "w1")
     worker = Worker(rt.store, rt.queue, rt.clock, rt.settings, rt.actions, rt.metrics)
     try:
         await dispatcher.refresh_shards()

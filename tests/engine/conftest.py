@@ -20,7 +20,7 @@ from onthedot.domain.models import JobParams
 from onthedot.queue.nats import delete_streams
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec, JobView
-from onthedot.watcher import Dispatcher, RecurringWatcher, Rescuer
+from onthedot.watcher import RecurringWatcher, Rescuer, Watcher
 from onthedot.worker import Worker
 from tests.conformance.conftest import (
     PG_DSN,
@@ -40,7 +40,7 @@ START = datetime(2026, 6, 22, 0, 0, 30, tzinfo=UTC)
 class Engine:
     rt: Runtime
     clock: FakeClock
-    dispatcher: Dispatcher
+    dispatcher: Watcher
     worker: Worker
     recurring: RecurringWatcher
     rescuer: Rescuer
@@ -51,7 +51,7 @@ class Engine:
         """Every role on ``rt``, ticked by hand; the worker may call out under other settings."""
         return cls(
             rt=rt, clock=clock,
-            dispatcher=Dispatcher(rt.store, rt.queue, clock, settings, rt.metrics, "w1"),
+            dispatcher=Watcher(rt.store, rt.queue, clock, settings, rt.metrics, "w1"),
             worker=Worker(rt.store, rt.queue, clock, worker_settings or settings, rt.actions,
                           rt.metrics),
             recurring=RecurringWatcher(rt.store, clock, settings, "r1"),

@@ -17,7 +17,7 @@ from onthedot.domain.clock import FakeClock
 from onthedot.mcp.registry import Caller, ToolRegistry, ToolResult
 from onthedot.mcp.tools import build_registry
 from onthedot.runtime import Runtime
-from onthedot.watcher import Dispatcher
+from onthedot.watcher import Watcher
 from onthedot.worker import Worker
 from tests.mcp.conftest import NEWS, TOOLS, TZ
 
@@ -26,7 +26,7 @@ Results = dict[str, list[dict[str, Any]]]
 
 async def execute_due_runs(rt: Runtime, clock: FakeClock) -> None:
     """One pass of a real watcher and a real worker: due runs are executed and delivered."""
-    dispatcher = Dispatcher(rt.store, rt.queue, clock, rt.settings, rt.metrics, "test")
+    dispatcher = Watcher(rt.store, rt.queue, clock, rt.settings, rt.metrics, "test")
     worker = Worker(rt.store, rt.queue, clock, rt.settings, rt.actions, rt.metrics)
     try:
         await dispatcher.refresh_shards()

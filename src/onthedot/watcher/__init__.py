@@ -1,8 +1,8 @@
-"""Watchers: the dispatcher (due runs -> queue), the recurring watcher (events -> next run) and
+"""Watchers: the watcher (due runs -> queue), the recurring watcher (events -> next run) and
 the rescuer (stranded runs -> queue, history -> deleted)."""
 
-from onthedot.watcher.dispatcher import Dispatcher
 from onthedot.watcher.recurring import RecurringWatcher
 from onthedot.watcher.rescuer import Rescuer
+from onthedot.watcher.watcher import Watcher
 
-__all__ = ["Dispatcher", "RecurringWatcher", "Rescuer"]
+__all__ = ["RecurringWatcher", "Rescuer", "Watcher"]

@@ -1,4 +1,4 @@
-"""The dispatcher: per owned shard, claims due PENDING runs (-> ENQUEUED) and publishes them.
+"""The watcher: per owned shard, claims due PENDING runs (-> ENQUEUED) and publishes them.
 
 It ticks at least every ``tick_seconds`` and is woken early when a run due within the tick is
 created (in-process by the service, across processes by the store's due notice). Publishing
@@ -29,7 +29,7 @@ WHOLE_SECOND_MARGIN_SECONDS = 0.002  # wake this long after a whole second (cloc
 MEMBER_GROUP = "watcher"
 
 
-class Dispatcher:
+class Watcher:
     def __init__(self, store: Store, queue: Queue, clock: Clock, settings: Settings,
                  metrics: Metrics, member_id: str) -> None:
         self.store = store

@@ -8,7 +8,7 @@ Same semantics as the SQLite store, with PostgreSQL doing the concurrency work:
   days when the window reaches it, keeps months ready up to the far horizon, and drops
   partitions older than the retention (store/pg_partitions.py draws the layout). Every lookup
   by run id also names ``scheduled_at`` (the run id encodes it), so it reads a single partition.
-* ``runs_claim_due`` walks the shard's hourly buckets from its watermark like the SQLite store,
+* ``runs_claim_due`` walks the shard's hourly buckets from its watermark (``store/watermark.py``),
   but each bucket is claimed by ONE statement (``FOR UPDATE SKIP LOCKED`` in a CTE, the PENDING
   guard repeated in the UPDATE), so watchers may claim the same shard concurrently: each run is
   taken by exactly one of them. A bucket where rows were skipped (held by another transaction)
@@ -60,11 +60,10 @@ from onthedot.domain.history import (
     JobChange,
     RunAttempt,
 )
-from onthedot.domain.ids import bucket_start, scheduled_at_of, time_bucket_of
+from onthedot.domain.ids import bucket_start, scheduled_at_of
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
 from onthedot.store.base import (
     OLDEST_DUE_ENQUEUED_CAP,
-    WATERMARK_TOUCH_SECONDS,
     ApiToken,
     ApplyResult,
     DueClaim,
@@ -137,6 +136,7 @@ from onthedot.store.tokens import (
     token_from_row,
     token_params,
 )
+from onthedot.store.watermark import BucketWalk, is_behind
 
 Q = load_queries("onthedot.store", "sql/postgres/queries.sql")
 log = logging.getLogger(__name__)
@@ -428,8 +428,7 @@ class PostgresStore(SharedReads):
         now = self.clock.now()
         notify = (first_run is not None and first_run.status is RunStatus.PENDING
                   and first_run.scheduled_at <= now + NOTIFY_HORIZON)
-        behind = (first_run is not None
-                  and first_run.scheduled_at < now - timedelta(seconds=WATERMARK_TOUCH_SECONDS))
+        behind = first_run is not None and is_behind(first_run.scheduled_at, now)
         params = {**_job_params(job), **run, "channel": self.channel,
                   "payload": str(first_run.shard if first_run else 0), "notify": notify,
                   "behind": behind}
@@ -948,7 +947,7 @@ class PostgresStore(SharedReads):
         now = self.clock.now()
         await conn.execute(Q["watermark_touch"], {
             "shard": run.shard, "bucket": run.time_bucket,
-            "behind": run.scheduled_at < now - timedelta(seconds=WATERMARK_TOUCH_SECONDS)})
+            "behind": is_behind(run.scheduled_at, now)})
         if run.scheduled_at <= now + NOTIFY_HORIZON:
             await conn.execute(Q["notify_due"], {"channel": self.channel,
                                                  "payload": str(run.shard)})
@@ -990,49 +989,35 @@ class PostgresStore(SharedReads):
 
 
 async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
-    """Walk the shard's hourly buckets from its watermark up to now, claiming due runs.
-
-    The watermark moves to the first bucket that is not fully drained, but never past
-    ``now - watermark_margin`` so a run inserted slightly in the past is still found."""
+    """Walk the shard's hourly buckets from its watermark up to now, claiming due runs
+    (``store.watermark`` decides where the walk starts and where the watermark moves)."""
     row = await (await conn.execute(Q["watermark_get"], {"shard": claim.shard})).fetchone()
     generation = None if row is None else int(row["generation"])
-    now_bucket = time_bucket_of(claim.now)
-    safe_bucket = time_bucket_of(claim.now - timedelta(seconds=claim.watermark_margin_seconds))
+    oldest: int | None = None
     if row is None:  # first visit: start at the oldest PENDING run, however old
         cur = await conn.execute(Q["oldest_pending_bucket"], {"shard": claim.shard})
-        oldest = await cur.fetchone()
-        start = safe_bucket if oldest is None or oldest["bucket"] is None else oldest["bucket"]
-        bucket = min(int(start), safe_bucket)
-    else:
-        bucket = min(int(row["bucket"]), safe_bucket)
+        found = await cur.fetchone()
+        oldest = None if found is None or found["bucket"] is None else int(found["bucket"])
+    walk = BucketWalk(claim, None if row is None else int(row["bucket"]), oldest,
+                      min(claim.limit, MAX_EVENTS_PER_TRANSACTION))
     enqueued: list[JobRun] = []
     skipped: list[JobRun] = []
-    new_watermark = safe_bucket
-    remaining = min(claim.limit, MAX_EVENTS_PER_TRANSACTION)
-    cursor = bucket_start(bucket)
-    while remaining > 0 and time_bucket_of(cursor) <= now_bucket:
-        b = time_bucket_of(cursor)
-        params = _bucket_params(claim.shard, b, claim.now, remaining,
+    for b in walk.buckets():
+        params = _bucket_params(claim.shard, b, claim.now, walk.remaining,
                                 claim.misfire_grace_seconds)
         rows = await (await conn.execute(Q["runs_claim_due_bucket"], params)).fetchall()
         for r in rows:
             run = run_from_row(r)
             (skipped if run.status is RunStatus.SKIPPED else enqueued).append(run)
-        remaining -= len(rows)
-        if remaining == 0:
-            new_watermark = min(new_watermark, b)  # this bucket may hold more: look again
-        elif b < new_watermark:
+        walk.claimed(b, len(rows))
+        if walk.would_pass(b):
             # Rows another transaction holds were skipped; until it commits they are PENDING.
             cur = await conn.execute(Q["bucket_has_pending"], params)
             pending = await cur.fetchone()
             if pending is not None and pending["pending"]:
-                new_watermark = b
-        cursor += HOUR
-    if generation is None:
-        await conn.execute(Q["watermark_init"], {"shard": claim.shard, "bucket": new_watermark})
-    else:
-        await conn.execute(Q["watermark_advance"], {"shard": claim.shard, "bucket": new_watermark,
-                                                   "generation": generation})
+                walk.hold(b)
+    query, query_params = walk.save(generation)
+    await conn.execute(Q[query], query_params)
     return DueClaimed(enqueued=enqueued, skipped=skipped)
 
 
@@ -1083,7 +1068,7 @@ def _insert_row(item: JobInsert, now: datetime) -> dict[str, Any]:
     row.update({f"r_{k}": v for k, v in run_to_params(run).items()
                 if k in ("run_id", "time_bucket", "shard", "scheduled_at", "kind", "status",
                          "attempt")})
-    row["r_behind"] = run.scheduled_at < now - timedelta(seconds=WATERMARK_TOUCH_SECONDS)
+    row["r_behind"] = is_behind(run.scheduled_at, now)
     row["r_notify"] = (run.status is RunStatus.PENDING
                        and run.scheduled_at <= now + NOTIFY_HORIZON)
     return row

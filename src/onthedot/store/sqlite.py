@@ -31,7 +31,6 @@ from onthedot.domain.history import (
     JobChange,
     RunAttempt,
 )
-from onthedot.domain.ids import bucket_start, time_bucket_of
 from onthedot.domain.models import (
     Job,
     JobRun,
@@ -40,7 +39,6 @@ from onthedot.domain.models import (
 )
 from onthedot.store.base import (
     OLDEST_DUE_ENQUEUED_CAP,
-    WATERMARK_TOUCH_SECONDS,
     ApiToken,
     ApplyResult,
     DueClaim,
@@ -98,9 +96,9 @@ from onthedot.store.tokens import (
     token_from_row,
     token_params,
 )
+from onthedot.store.watermark import BucketWalk, is_behind
 
 Q = load_queries("onthedot.store", "sql/sqlite/queries.sql")
-HOUR = timedelta(hours=1)
 MISSED_ERROR = "missed: misfire policy is skip"  # what run_mark_skipped stores
 
 
@@ -563,7 +561,7 @@ class SqliteStore(SharedReads):
             self._touch_watermark(c, run)
 
     def _touch_watermark(self, c: sqlite3.Connection, run: JobRun) -> None:
-        behind = run.scheduled_at < self._clock.now() - timedelta(seconds=WATERMARK_TOUCH_SECONDS)
+        behind = is_behind(run.scheduled_at, self._clock.now())
         c.execute(Q["watermark_touch"], {"shard": run.shard, "bucket": run.time_bucket,
                                          "behind": int(behind)})
 
@@ -678,7 +676,6 @@ def _json_rows(rows: Sequence[Any]) -> str:
 def _watermark_touches(runs: Sequence[JobRun], now: datetime) -> list[dict[str, Any]]:
     """watermark_touch's parameters for inserted runs, one per shard: the earliest bucket of
     the shard's PENDING runs, and whether any of them is old enough to be passed by a walk."""
-    behind_before = now - timedelta(seconds=WATERMARK_TOUCH_SECONDS)
     touches: dict[int, dict[str, Any]] = {}
     for run in runs:
         if run.status is not RunStatus.PENDING:
@@ -686,34 +683,25 @@ def _watermark_touches(runs: Sequence[JobRun], now: datetime) -> list[dict[str, 
         touch = touches.setdefault(run.shard, {"shard": run.shard, "bucket": run.time_bucket,
                                                "behind": False})
         touch["bucket"] = min(touch["bucket"], run.time_bucket)
-        touch["behind"] = touch["behind"] or run.scheduled_at < behind_before
+        touch["behind"] = touch["behind"] or is_behind(run.scheduled_at, now)
     return list(touches.values())
 
 
 def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
-    """Walk the shard's hourly buckets from its watermark up to now, claiming due runs.
-
-    The watermark moves to the first bucket that is not fully drained, but never past
-    ``now - watermark_margin`` so a run inserted slightly in the past is still found."""
+    """Walk the shard's hourly buckets from its watermark up to now, claiming due runs
+    (``store.watermark`` decides where the walk starts and where the watermark moves)."""
     row = c.execute(Q["watermark_get"], {"shard": claim.shard}).fetchone()
     generation = None if row is None else int(row["generation"])
-    now_bucket = time_bucket_of(claim.now)
-    safe_bucket = time_bucket_of(claim.now - timedelta(seconds=claim.watermark_margin_seconds))
+    oldest: int | None = None
     if row is None:  # first visit: start at the oldest PENDING run, however old
-        oldest = c.execute(Q["oldest_pending_bucket"], {"shard": claim.shard}).fetchone()
-        start = oldest["bucket"] if oldest["bucket"] is not None else safe_bucket
-        bucket = min(int(start), safe_bucket)
-    else:
-        bucket = min(int(row["bucket"]), safe_bucket)
+        found = c.execute(Q["oldest_pending_bucket"], {"shard": claim.shard}).fetchone()
+        oldest = None if found["bucket"] is None else int(found["bucket"])
+    walk = BucketWalk(claim, None if row is None else int(row["bucket"]), oldest, claim.limit)
     enqueued: list[JobRun] = []
     skipped: list[JobRun] = []
-    new_watermark = safe_bucket
-    remaining = claim.limit
-    cursor = bucket_start(bucket)
-    while remaining > 0 and time_bucket_of(cursor) <= now_bucket:
-        b = time_bucket_of(cursor)
+    for b in walk.buckets():
         rows = c.execute(Q["runs_due_in_bucket"], {
-            "shard": claim.shard, "bucket": b, "now": ts(claim.now), "limit": remaining,
+            "shard": claim.shard, "bucket": b, "now": ts(claim.now), "limit": walk.remaining,
         }).fetchall()
         for r in rows:
             run = run_from_row(r)
@@ -725,15 +713,9 @@ def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
             else:
                 c.execute(Q["run_mark_enqueued"], {"run_id": run.run_id, "now": ts(claim.now)})
                 enqueued.append(replace(run, status=RunStatus.ENQUEUED, enqueued_at=claim.now))
-        remaining -= len(rows)
-        if remaining == 0:
-            new_watermark = min(new_watermark, b)  # this bucket may hold more: look again
-        cursor += HOUR
-    if generation is None:
-        c.execute(Q["watermark_init"], {"shard": claim.shard, "bucket": new_watermark})
-    else:
-        c.execute(Q["watermark_advance"], {"shard": claim.shard, "bucket": new_watermark,
-                                           "generation": generation})
+        walk.claimed(b, len(rows))
+    query, params = walk.save(generation)
+    c.execute(Q[query], params)
     return DueClaimed(enqueued=enqueued, skipped=skipped)
 
 

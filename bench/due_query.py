@@ -17,9 +17,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from onthedot.db.timestamps import ts
 from onthedot.domain.ids import new_ulid, run_id_for, shard_of, time_bucket_of
 from onthedot.store.base import DueClaim
-from onthedot.store.codec import ts
 from onthedot.store.sqlite import SqliteStore
 
 NOW = datetime(2026, 6, 22, 8, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Group commit of SQLite write transactions (store/sqlite_conn.py): concurrent writes share
+"""Group commit of SQLite write transactions (db/sqlite_conn.py): concurrent writes share
 one commit, each caller gets its own result or its own error, and a failed write leaves
 nothing behind while its neighbours land."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from onthedot.db.sqlite_conn import SqliteConnection
 from onthedot.domain.errors import BackendError
-from onthedot.store.sqlite_conn import SqliteConnection
 
 Write = Callable[[sqlite3.Connection], int]
 

@@ -72,7 +72,7 @@ def test_every_code_a_tool_can_answer_is_documented() -> None:
 def test_the_documented_codes_exist() -> None:
     extra = documented_codes() - raised_codes() - {
         "unauthorized", "invalid_token",  # detected at the HTTP edge (api/auth.py)
-        "invalid_json",  # a body that is not JSON (mcp/http.py reports it, in data)
+        "invalid_json",  # a body that is not JSON (api/mcp_http.py reports it, in data)
         "internal_error",  # a bug, answered without its traceback (registry)
     }
     assert not extra, f"docs/mcp.md#errors lists codes nothing raises: {sorted(extra)}"

@@ -20,12 +20,12 @@ from pydantic import BaseModel
 from onthedot import __version__
 from onthedot.api import problems, routes_chat, routes_inbox, routes_jobs, routes_ops
 from onthedot.api.auth import LOCAL_USER, check_bind_allowed, is_loopback
+from onthedot.api.mcp_http import McpEndpoint
 from onthedot.api.models import JobBatchItem
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.api.routes_parse import router as parse_router
 from onthedot.api.routes_web import install as install_web_pages
 from onthedot.config import Settings, load_settings
-from onthedot.mcp.http import McpEndpoint
 from onthedot.runtime import Runtime
 
 log = logging.getLogger("onthedot.api")

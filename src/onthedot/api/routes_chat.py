@@ -16,12 +16,13 @@ from fastapi import APIRouter, Header
 from pydantic import BaseModel, ConfigDict, Field
 
 from onthedot.api.jsonbody import StrictJsonRoute
-from onthedot.api.models import JobOut, Problem, RunOut
+from onthedot.api.models import Problem
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.api.routes_jobs import COMMON_PROBLEMS, MAX_IDEMPOTENCY_KEY_CHARS, RuntimeDep, UserDep
 from onthedot.chat import FrontDoor
 from onthedot.chat.confirm import MAX_TOKEN_CHARS
 from onthedot.chat.intents import IntentKind
+from onthedot.views import JobOut, RunOut
 
 MAX_MESSAGE_CHARS = 4000
 

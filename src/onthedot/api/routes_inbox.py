@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from onthedot.api.jsonbody import StrictJsonRoute
-from onthedot.api.models import InboxItemOut, InboxList
+from onthedot.api.models import InboxList
 from onthedot.api.routes_jobs import (
     COMMON_PROBLEMS,
     PageSize,
@@ -19,6 +19,7 @@ from onthedot.api.routes_jobs import (
     UserDep,
     _problems,
 )
+from onthedot.views import InboxItemOut
 
 router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS, route_class=StrictJsonRoute,
                    tags=["inbox"])

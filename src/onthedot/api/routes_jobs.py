@@ -34,18 +34,16 @@ from onthedot.api.models import (
     JobBatchItem,
     JobCreate,
     JobList,
-    JobOut,
     JobUpdate,
     Problem,
     RunDetailOut,
     RunList,
-    RunOut,
-    UserJobStatus,
 )
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE, error_body, validation_body
 from onthedot.domain.history import acting_channel
 from onthedot.runtime import Runtime
 from onthedot.service import CreateOutcome, JobSpec
+from onthedot.views import JobOut, RunOut, UserJobStatus
 
 
 class IdConvertor(StringConvertor):

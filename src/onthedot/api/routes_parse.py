@@ -20,12 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from onthedot import nl
 from onthedot.actions.choice import choose_action
 from onthedot.api.jsonbody import StrictJsonRoute
-from onthedot.api.models import JobParamsOut, schedule_words
 from onthedot.api.routes_chat import MAX_MESSAGE_CHARS
 from onthedot.api.routes_jobs import COMMON_PROBLEMS, RuntimeDep, UserDep
 from onthedot.domain.models import JobParams
 from onthedot.schedule import compile_schedule, run_bounded
 from onthedot.schedule.local import load_timezone
+from onthedot.views import JobParamsOut, schedule_words
 
 PREVIEW_RUNS = 3  # fire times a preview shows
 

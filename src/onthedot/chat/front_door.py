@@ -31,7 +31,6 @@ from typing import Any, Literal
 
 from onthedot import nl
 from onthedot.actions.choice import choose_action
-from onthedot.api.models import JobOut, RunOut
 from onthedot.chat.intents import IntentKind, recognise, yes_or_no
 from onthedot.chat.manage import Managed, Manager
 from onthedot.config import Settings
@@ -43,6 +42,7 @@ from onthedot.mcp.tools import build_registry
 from onthedot.nl.lang import detect
 from onthedot.schedule.local import load_timezone
 from onthedot.service import JobService, JobSpec, JobView
+from onthedot.views import JobOut, RunOut
 
 Decider = Literal["parser", "model"]
 

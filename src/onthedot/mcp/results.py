@@ -7,10 +7,10 @@ error must not break a client that does. The chat front door's dry runs (changin
 describe what they would do) are a third shape; they never happen over MCP but are part of
 the same contract, so they are admitted too.
 
-Tasks, runs and inbox items are rendered by the REST API's models (``GET /v1/jobs/{id}``), so
-their schemas are derived from those models, with references inlined: some clients resolve no
-``$ref``. Those objects stay open (no ``additionalProperties: false``) because a new member in
-a result is a compatible change (docs/mcp.md#versioning).
+Tasks, runs and inbox items are rendered by the models the REST API returns too (``views.py``;
+``GET /v1/jobs/{id}``), so their schemas are derived from those models, with references inlined:
+some clients resolve no ``$ref``. Those objects stay open (no ``additionalProperties: false``)
+because a new member in a result is a compatible change (docs/mcp.md#versioning).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from onthedot.api.models import InboxItemOut, JobOut, RunOut
+from onthedot.views import InboxItemOut, JobOut, RunOut
 
 STRING = {"type": "string"}
 NULLABLE_STRING = {"type": ["string", "null"]}

@@ -8,7 +8,7 @@ built here, the SDK does not check it against the output schema; tests/mcp does,
 
 Identity is decided per call by a ``CallerResolver``: over stdio (and in tests) a fixed user;
 over Streamable HTTP the bearer token of the HTTP request, exactly as for the REST API
-(``onthedot.mcp.http``).
+(``onthedot.api.mcp_http``).
 """
 
 from __future__ import annotations

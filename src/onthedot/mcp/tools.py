@@ -36,7 +36,6 @@ from mcp.types import ToolAnnotations
 
 from onthedot import nl
 from onthedot.actions.choice import KINDS, Choice, Kind, action_of_kind, choose_action
-from onthedot.api.models import InboxItemOut, JobOut, RunOut
 from onthedot.domain.errors import OnTheDotError, ParseError, ValidationError
 from onthedot.domain.ids import MAX_FLEXIBLE_WINDOW_SECONDS
 from onthedot.domain.models import JobParams, default_notify
@@ -48,6 +47,7 @@ from onthedot.nl.parts import Language
 from onthedot.schedule import compile_schedule, run_bounded
 from onthedot.schedule.local import load_timezone
 from onthedot.service import JobPatch, JobSpec, JobView
+from onthedot.views import InboxItemOut, JobOut, RunOut
 
 T = TypeVar("T")
 TIME_ARGS = ("when", "schedule", "time", "in")

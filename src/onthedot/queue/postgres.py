@@ -44,11 +44,11 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow
 
+from onthedot.db.pgpool import IDENTIFIER_MAX_BYTES, Conn, LazyPool, apply_migrations
+from onthedot.db.sqlfile import load_queries
 from onthedot.domain.clock import Clock, SystemClock
 from onthedot.domain.errors import ConfigError
 from onthedot.queue.base import DeadLetter, Delivery
-from onthedot.store.pgpool import IDENTIFIER_MAX_BYTES, Conn, LazyPool, apply_migrations
-from onthedot.store.sqlfile import load_queries
 
 Q = load_queries("onthedot.queue", "sql/postgres.sql")
 log = logging.getLogger(__name__)

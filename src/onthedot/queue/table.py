@@ -14,11 +14,11 @@ import secrets
 import sqlite3
 from datetime import datetime, timedelta
 
+from onthedot.db.sqlfile import load_queries
+from onthedot.db.sqlite_conn import SqliteConnection, sqlite_path
+from onthedot.db.timestamps import need_ts, ts
 from onthedot.domain.clock import Clock, SystemClock
 from onthedot.queue.base import DeadLetter, Delivery
-from onthedot.store.codec import need_ts, ts
-from onthedot.store.sqlfile import load_queries
-from onthedot.store.sqlite_conn import SqliteConnection, sqlite_path
 
 Q = load_queries("onthedot.queue", "sql/sqlite.sql")
 POLL_SECONDS = 0.05  # how often an empty receive looks again while waiting

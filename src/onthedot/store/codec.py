@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import logging
 import math
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
+from onthedot.db.timestamps import parse_ts, ts
 from onthedot.domain.jsonvalue import MAX_JSON_DEPTH, first_problem
 from onthedot.domain.models import (
     MAX_ACTION_DEPTH,
@@ -35,8 +36,6 @@ from onthedot.domain.models import (
 )
 from onthedot.store.base import FeedState, FeedStatesPut
 
-TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-TS_LENGTH = len("2026-01-01T00:00:00.000000Z")  # what TS_FORMAT writes for years 1000-9999
 UNREADABLE_ACTION = "unreadable"  # the type shown for a stored action that cannot be shown
 
 log = logging.getLogger("onthedot.store")
@@ -46,30 +45,6 @@ class Row(Protocol):
     """sqlite3.Row and psycopg's dict rows both index by column name."""
 
     def __getitem__(self, key: str, /) -> Any: ...
-
-
-def ts(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise ValueError("naive datetime reached the store")
-    return value.astimezone(UTC).strftime(TS_FORMAT)
-
-
-def parse_ts(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    if len(value) == TS_LENGTH and value[10] == "T" and value[-1] == "Z":
-        # What ts() writes: fromisoformat reads it about 20x faster than strptime, which was
-        # the largest single cost of decoding rows under a burst (docs/performance.md).
-        return datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
-    return datetime.strptime(value, TS_FORMAT).replace(tzinfo=UTC)
-
-
-def need_ts(value: str) -> datetime:
-    parsed = parse_ts(value)
-    assert parsed is not None
-    return parsed
 
 
 def job_to_params(job: Job) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from onthedot.db.timestamps import ts
 from onthedot.domain.delivery import (
     Delivery,
     DeliveryClaim,
@@ -17,7 +18,7 @@ from onthedot.domain.delivery import (
     InboxItem,
     WebhookSecret,
 )
-from onthedot.store.codec import Row, _as_dt, _need_dt, _output_of, dump_output, ts
+from onthedot.store.codec import Row, _as_dt, _need_dt, _output_of, dump_output
 
 
 def claim_params(claim: DeliveryClaim) -> dict[str, Any]:

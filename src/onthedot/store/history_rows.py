@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from onthedot.db.timestamps import ts
 from onthedot.domain.history import (
     ERROR_MAX_CHARS,
     AttemptStatus,
@@ -20,7 +21,7 @@ from onthedot.domain.history import (
     bounded,
     preview_of,
 )
-from onthedot.store.codec import Row, _as_dt, _need_dt, ts
+from onthedot.store.codec import Row, _as_dt, _need_dt
 
 
 def attempt_end_params(run_id: str, token: str, status: AttemptStatus, now: datetime,

@@ -44,6 +44,14 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow
 from psycopg.types.string import TextLoader
 
+from onthedot.db.pgpool import (
+    IDENTIFIER_MAX_BYTES,
+    UNAVAILABLE,
+    Conn,
+    LazyPool,
+    apply_migrations,
+)
+from onthedot.db.sqlfile import load_queries
 from onthedot.domain.clock import Clock, SystemClock
 from onthedot.domain.delivery import (
     Delivery,
@@ -119,15 +127,7 @@ from onthedot.store.pg_partitions import (
     start_of,
     unsplit_name,
 )
-from onthedot.store.pgpool import (
-    IDENTIFIER_MAX_BYTES,
-    UNAVAILABLE,
-    Conn,
-    LazyPool,
-    apply_migrations,
-)
 from onthedot.store.reads import SharedReads
-from onthedot.store.sqlfile import load_queries
 from onthedot.store.tokens import (
     QuotaSplit,
     quota_keys,

@@ -16,6 +16,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from onthedot.db.sqlfile import load_migrations, load_queries
+from onthedot.db.sqlite_conn import SqliteConnection, sqlite_path
+from onthedot.db.timestamps import need_ts, parse_ts, ts
 from onthedot.domain.clock import Clock, SystemClock
 from onthedot.domain.delivery import (
     Delivery,
@@ -63,11 +66,8 @@ from onthedot.store.codec import (
     feed_state_params,
     job_from_row,
     job_to_params,
-    need_ts,
-    parse_ts,
     run_from_row,
     run_to_params,
-    ts,
 )
 from onthedot.store.delivery_rows import (
     claim_params,
@@ -86,8 +86,6 @@ from onthedot.store.history_rows import (
 )
 from onthedot.store.insert_many import InsertPlan
 from onthedot.store.reads import SharedReads
-from onthedot.store.sqlfile import load_migrations, load_queries
-from onthedot.store.sqlite_conn import SqliteConnection, sqlite_path
 from onthedot.store.tokens import (
     QuotaSplit,
     quota_keys,

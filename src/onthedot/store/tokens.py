@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from onthedot.db.timestamps import parse_ts
 from onthedot.domain.errors import ConflictError
 from onthedot.store.base import ApiToken, JobCreated, JobInsert
-from onthedot.store.codec import Row, parse_ts
+from onthedot.store.codec import Row
 from onthedot.store.insert_many import Key, key_of
 
 

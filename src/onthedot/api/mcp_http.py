@@ -1,4 +1,4 @@
-"""Streamable HTTP at ``/mcp`` on the API server.
+"""Streamable HTTP at ``/mcp`` on the API server (the HTTP edge serves the MCP edge's server).
 
 Stateless, with JSON responses: every POST is answered on its own, so any API process behind a
 load balancer can serve any call and there is no session to lose or to hijack. The tools send no

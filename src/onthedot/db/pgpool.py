@@ -15,8 +15,8 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from onthedot.db.sqlfile import load_migrations
 from onthedot.domain.errors import BackendError, ConfigError
-from onthedot.store.sqlfile import load_migrations
 
 Conn = AsyncConnection[DictRow]
 IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most 63 bytes

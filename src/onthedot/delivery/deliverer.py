@@ -47,7 +47,7 @@ from onthedot.domain.delivery import (
 from onthedot.domain.errors import BackendError, DeliveryError
 from onthedot.domain.models import Job, JobRun
 from onthedot.metrics import Metrics
-from onthedot.store.base import Store
+from onthedot.store.base import DeliveryStore
 
 log = logging.getLogger("onthedot.delivery")
 
@@ -66,7 +66,7 @@ Send = Callable[[], Awaitable[None]]
 
 
 class Deliverer:
-    def __init__(self, store: Store, clock: Clock, settings: Settings, http: HttpClient, *,
+    def __init__(self, store: DeliveryStore, clock: Clock, settings: Settings, http: HttpClient, *,
                  metrics: Metrics | None = None,
                  retry_pause_seconds: float = RETRY_PAUSE_SECONDS) -> None:
         self.store = store

@@ -1,45 +1,14 @@
 """The Store protocol: durable state for jobs, runs, run events and watcher bookkeeping.
 
-Concurrency contract (every backend must honour it; ``tests/conformance`` proves it):
-
-* Every change of a job is a compare-and-set on its ``version``: ``job_save`` writes only when
-  the stored version is still the one the caller read, and the stored row then carries
-  version + 1. A lost race changes nothing and returns None; the caller re-reads and decides
-  again. Cancelling and inserting the job's runs happen in the same transaction, so a paused or
-  deleted job never keeps a PENDING run.
-* Every run transition is a compare-and-set on ``status`` (and, for a RUNNING run, on its
-  ``lease_token``). A call whose guard does not hold changes nothing and reports so (``None`` /
-  ``False``); it never raises for a lost race.
-* ``runs_claim_due`` may be called concurrently for the same shard by several watchers: a PENDING
-  run is moved to ENQUEUED (or SKIPPED) by exactly one of them. The shard's watermark only
-  advances by a compare-and-set on the generation the walk read; inserting a run at or behind the
-  watermark lowers it and bumps the generation in the inserting transaction, so no PENDING run is
-  ever left behind it.
-* ``run_claim`` hands an attempt to at most one worker at a time: it succeeds for an ENQUEUED run
-  and for a RUNNING run whose lease has expired (its worker is presumed dead). It bumps
-  ``attempt`` and installs a fresh fencing token; any later write carrying the old token (a
-  zombie worker) changes nothing. A RETRYING run is not claimable: it waits in the store until
-  ``runs_retry_due`` hands it back at its ``retry_at`` (the queue only holds due runs).
-* ``jobs_insert_many`` writes every item it inserts (job, first run, watermark touch, wake-up)
-  in ONE transaction, as ``job_create`` would one by one: a failure inserts none of them.
-* ``run_finish`` writes the terminal status and appends the RunEvent in ONE transaction.
-* ``feed_states_put`` (an action's state between runs) writes only while the run is RUNNING at
-  the attempt given: like a fenced result, a zombie attempt's state changes nothing.
-* ``event_apply`` advances the consumer's cursor (guarded by its previous position), updates the
-  job's projection (guarded by the job version the decision was made from) and inserts the next
-  run (only while the job is scheduled at that version and has no other open scheduled run) in
-  ONE transaction; when a guard fails nothing is written.
-* Rescue (``runs_retry_due``, ``runs_rescue_candidates`` + ``run_requeue``,
-  ``watermarks_rewind``) hands each stranded run back exactly once: every step is a
-  compare-and-set on the state the candidate was read in.
-* Shard leases: a shard has at most one owner whose lease has not expired. Membership rows
-  (``members_heartbeat``) only say who is alive; ownership is always the lease.
-* Deliveries (``delivery_claim`` / ``delivery_done``): a (run, channel) is claimed only by the
-  attempt that holds the run (RUNNING with that lease token), so by one attempt at a time; a
-  DELIVERED one is never claimed again; the outcome lands only for the claim's attempt.
-  The inbox channel travels with the result: ``run_finish`` writes the run's inbox item and its
-  DELIVERED row in the transaction that records SUCCEEDED (so only the attempt holding the run
-  writes it, and it exists exactly when the success does).
+``Store`` is composed of facets, one per thing the store serves: ``LifecycleStore``,
+``JobStore``, ``RunStore``, ``DueStore`` (the watcher), ``RescueStore`` (the rescuer),
+``EventStore`` (the recurring watcher), ``LeaseStore`` (shard leases and members),
+``DeliveryStore``, ``InboxStore``, ``HistoryStore`` (attempts and job changes), ``TokenStore``
+and ``FeedStateStore`` (actions). Each facet's docstring states its concurrency contract; every
+backend honours all of them, and ``tests/conformance`` proves it. Two rules hold throughout: a
+decision is made inside the transaction that acts on it, or guarded in SQL by the state it was
+made from; and a call that loses a race changes nothing and says so (``None`` / ``False``)
+instead of raising.
 """
 
 from __future__ import annotations
@@ -298,7 +267,16 @@ class FeedStateStore(Protocol):
         ...
 
 
-class Store(FeedStateStore, Protocol):
+class LifecycleStore(Protocol):
+    """Opening, migrating and closing the database, and the settings pinned in it.
+
+    * ``migrate`` is safe to call from several processes at once: migrations are applied in
+      version order under one lock (SQLite's write lock, a PostgreSQL advisory lock), and one
+      already applied is skipped.
+    * ``deployment_pin`` is insert-if-absent: of two processes pinning different values, one
+      wins and both read the winner's value (the loser refuses to start).
+    """
+
     async def migrate(self) -> Migrated:
         """Apply pending migrations; safe to call concurrently from several processes."""
         ...
@@ -309,19 +287,34 @@ class Store(FeedStateStore, Protocol):
         """Raise BackendError when the database does not answer."""
         ...
 
-    async def maintain(self, now: datetime) -> None:
-        """Periodic housekeeping, safe to run from several processes (PostgreSQL: create the
-        coming days' partitions, drop those past retention). The rescuer calls it hourly."""
+    async def deployment_pin(self, name: str, value: str) -> str:
+        """Store ``value`` under ``name`` unless something is stored already; return what is
+        stored. Settings that shape stored data (the shard count) are pinned this way."""
         ...
 
-    async def due_notice_wait(self, seconds: float) -> bool:
-        """Wait up to ``seconds`` for another process's signal that a run became due
-        soon (PostgreSQL: LISTEN/NOTIFY, sent when a PENDING run due within a few seconds is
-        inserted). Backends without cross-process signals wait out the timeout and return False.
-        """
-        ...
 
-    # --- jobs (viewing path: always scoped by user) --------------------------------------
+class JobStore(Protocol):
+    """Jobs, on the viewing path (always scoped by user) and the execution path.
+
+    * Every change of a job is a compare-and-set on its ``version``: ``job_save`` writes only
+      when the stored version is still the one the caller read, and the stored row then carries
+      version + 1. A lost race changes nothing and returns None; the caller re-reads and decides
+      again. Cancelling and inserting the job's runs happen in the same transaction, so a paused
+      or deleted job never keeps a PENDING run.
+    * Creating is idempotent per (user_id, idempotency_key): a repeat returns the stored job
+      with ``created=False``; concurrent creates with the same key insert one job.
+    * ``job_create`` writes the job and its first run in ONE transaction; ``jobs_insert_many``
+      writes every item it inserts (job, first run, watermark touch, wake-up) in ONE
+      transaction, as ``job_create`` would one by one: a failure inserts none of them.
+    * Both honour ``JobInsert.max_active``: the count of the user's scheduled and paused jobs
+      and the inserts happen under one per-user lock (SQLite: the write lock; PostgreSQL: an
+      advisory transaction lock), so concurrent creates never pass the quota together. A
+      refused item is answered ``over_quota`` and not written; an item whose idempotency key
+      is held is a replay and never counts against the quota.
+    * ``jobs_reassign`` moves every job of a user (and its inbox items) in ONE transaction, or
+      nothing.
+    """
+
     async def job_create(self, job: Job, first_run: JobRun | None) -> JobCreated:
         """Insert the job and its first run in one transaction. When (user_id, idempotency_key)
         exists already, return that job with created=False (the caller compares request_hash)."""
@@ -350,12 +343,40 @@ class Store(FeedStateStore, Protocol):
         """The stored job (version + 1), or None when its version moved or it is gone."""
         ...
 
-    async def deployment_pin(self, name: str, value: str) -> str:
-        """Store ``value`` under ``name`` unless something is stored already; return what is
-        stored. Settings that shape stored data (the shard count) are pinned this way."""
+    async def jobs_count_of_user(self, user_id: str) -> int:
+        """Every stored job of the user, whatever its status."""
         ...
 
-    # --- runs ----------------------------------------------------------------------------
+    async def jobs_count_active(self, user_id: str, cap: int) -> int:
+        """The user's scheduled and paused jobs, counted up to ``cap``."""
+        ...
+
+    async def jobs_reassign(self, from_user: str, to_user: str, now: datetime) -> int:
+        """Give every job of ``from_user`` (and its inbox items) to ``to_user`` in ONE
+        transaction; the number of jobs moved. ConflictError, with nothing moved, when a job
+        of ``from_user`` has an idempotency key that ``to_user`` uses already."""
+        ...
+
+
+class RunStore(Protocol):
+    """Runs: reading them, and the transitions of one attempt (claim, lease, finish).
+
+    * Every run transition is a compare-and-set on ``status`` (and, for a RUNNING run, on its
+      ``lease_token``). A call whose guard does not hold changes nothing and reports so
+      (``None`` / ``False``); it never raises for a lost race.
+    * ``run_claim`` hands an attempt to at most one worker at a time: it succeeds for an
+      ENQUEUED run and for a RUNNING run whose lease has expired (its worker is presumed dead).
+      It bumps ``attempt`` and installs a fresh fencing token; any later write carrying the old
+      token (a zombie worker) changes nothing. A RETRYING run is not claimable: it waits in the
+      store until ``runs_retry_due`` hands it back at its ``retry_at`` (the queue only holds due
+      runs).
+    * ``run_finish`` writes the terminal status and appends the RunEvent in ONE transaction;
+      with the inbox channel it also writes the run's inbox item and its DELIVERED row there, so
+      only the attempt holding the run writes it and it exists exactly when the success does.
+    * ``run_insert`` is insert-if-absent on the deterministic run id: inserting the same
+      occurrence twice is a no-op.
+    """
+
     async def run_insert(self, run: JobRun) -> bool:
         """Insert if absent; False when a run with that id exists. Prefer ``job_save`` with
         ``insert_run`` when the insert depends on the job's state."""
@@ -371,16 +392,6 @@ class Store(FeedStateStore, Protocol):
     async def runs_list(self, job_id: str, limit: int,
                         before_scheduled_at: datetime | None) -> list[JobRun]:
         """A job's runs, newest scheduled_at first (keyset pagination on scheduled_at)."""
-        ...
-
-    async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
-        """Move due PENDING runs of one shard to ENQUEUED (or SKIPPED, with a RunEvent, when they
-        are later than the misfire grace and their job says ``skip``). Reads only the shard's
-        partitions from its watermark up to now, and advances the watermark past drained buckets."""
-        ...
-
-    async def shard_watermark(self, shard: int) -> int | None:
-        """The earliest time bucket of the shard that may still hold PENDING runs."""
         ...
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
@@ -424,7 +435,62 @@ class Store(FeedStateStore, Protocol):
         for every metrics scrape, whatever the history holds)."""
         ...
 
-    # --- rescue and retention (the rescuer's leader) --------------------------------------
+    async def runs_oldest_due(self, now: datetime, shards: int) -> datetime | None:
+        """When the oldest run that is due and not yet started fell due, or None when every
+        due run has started. Due means: PENDING with scheduled_at <= now, RETRYING with
+        retry_at <= now, or ENQUEUED (due at scheduled_at on its first attempt, at enqueued_at
+        after a retry or a hand-back; only the oldest ``OLDEST_DUE_ENQUEUED_CAP`` queued runs
+        are looked at). ``shards`` is the deployment's shard count. Read-only and bounded
+        (a probe per shard), so every metrics scrape may call it."""
+        ...
+
+
+class DueStore(Protocol):
+    """What the watcher uses to find due runs: the claim walk and its wake-up.
+
+    * ``runs_claim_due`` may be called concurrently for the same shard by several watchers: a
+      PENDING run is moved to ENQUEUED (or SKIPPED) by exactly one of them. The shard's
+      watermark only advances by a compare-and-set on the generation the walk read
+      (``store/watermark.py``); inserting a run at or behind the watermark lowers it and bumps
+      the generation in the inserting transaction, so no PENDING run is ever left behind it.
+    * ``due_notice_wait`` is a hint, never a guarantee: a lost notice only delays a run until
+      the watcher's next tick.
+    """
+
+    async def due_notice_wait(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for another process's signal that a run became due
+        soon (PostgreSQL: LISTEN/NOTIFY, sent when a PENDING run due within a few seconds is
+        inserted). Backends without cross-process signals wait out the timeout and return False.
+        """
+        ...
+
+    async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
+        """Move due PENDING runs of one shard to ENQUEUED (or SKIPPED, with a RunEvent, when they
+        are later than the misfire grace and their job says ``skip``). Reads only the shard's
+        partitions from its watermark up to now, and advances the watermark past drained buckets."""
+        ...
+
+    async def shard_watermark(self, shard: int) -> int | None:
+        """The earliest time bucket of the shard that may still hold PENDING runs."""
+        ...
+
+
+class RescueStore(Protocol):
+    """Rescue and retention, run by the rescuer's leader.
+
+    * Rescue (``runs_retry_due``, ``runs_rescue_candidates`` + ``run_requeue``,
+      ``watermarks_rewind``) hands each stranded run back exactly once: every step is a
+      compare-and-set on the state the candidate was read in, and concurrent callers of
+      ``runs_retry_due`` hand back disjoint sets.
+    * ``prune`` never deletes an open run or the job that owns one; it races harmlessly with
+      anything that writes open runs. ``maintain`` is safe to run from several processes.
+    """
+
+    async def maintain(self, now: datetime) -> None:
+        """Periodic housekeeping, safe to run from several processes (PostgreSQL: create the
+        coming days' partitions, drop those past retention). The rescuer calls it hourly."""
+        ...
+
     async def runs_retry_due(self, now: datetime, limit: int) -> list[JobRun]:
         """RETRYING runs whose ``retry_at`` has come -> ENQUEUED (enqueued_at = now), returned
         for publishing. Concurrent callers hand back disjoint sets."""
@@ -457,12 +523,20 @@ class Store(FeedStateStore, Protocol):
         goes with it). Open runs and the jobs that own them are never deleted."""
         ...
 
-    async def events_lag(self, consumer: str, now: datetime) -> float:
-        """Seconds since the oldest run event the consumer has not applied was emitted (0 when
-        it is caught up); on PostgreSQL it also counts events hidden by a long transaction."""
-        ...
 
-    # --- events and the recurring watcher's cursor ---------------------------------------
+class EventStore(Protocol):
+    """Run events and the recurring watcher's durable cursor.
+
+    * Events are append-only and read in id order; ``events_after`` returns a prefix of what
+      will ever be visible (on PostgreSQL, an event is visible once every older transaction
+      ended), so a cursor never skips an event.
+    * ``event_apply`` advances the consumer's cursor (guarded by its previous position), updates
+      the job's projection (guarded by the job version the decision was made from) and inserts
+      the next run (only while the job is scheduled at that version and has no other open
+      scheduled run) in ONE transaction; when a guard fails nothing is written, so two
+      consumers racing over one event apply it once.
+    """
+
     async def events_after(self, event_id: int, limit: int) -> list[RunEvent]: ...
 
     async def cursor_get(self, consumer: str) -> int: ...
@@ -473,7 +547,21 @@ class Store(FeedStateStore, Protocol):
         ``job_version``."""
         ...
 
-    # --- shard ownership for several watchers ---------------------------------------------
+    async def events_lag(self, consumer: str, now: datetime) -> float:
+        """Seconds since the oldest run event the consumer has not applied was emitted (0 when
+        it is caught up); on PostgreSQL it also counts events hidden by a long transaction."""
+        ...
+
+
+class LeaseStore(Protocol):
+    """Shard leases and group membership, for several watchers and leaders.
+
+    * A shard has at most one owner whose lease has not expired; taking or renewing is one
+      conditional write per shard, so two members racing for a shard cannot both own it.
+    * Membership rows (``members_heartbeat``) only say who is alive; ownership is always the
+      lease. Heartbeats and leaving are idempotent.
+    """
+
     async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,
                                    ttl_seconds: float) -> list[int]:
         """Take or renew each listed shard that is free, expired or already ours; return the
@@ -493,7 +581,16 @@ class Store(FeedStateStore, Protocol):
 
     async def members_leave(self, group: str, member: str) -> None: ...
 
-    # --- delivery (docs/delivery.md) ------------------------------------------------------
+
+class DeliveryStore(Protocol):
+    """Sending a run's output to its channels, at most once per (run, channel).
+
+    * ``delivery_claim``: a (run, channel) is claimed only by the attempt that holds the run
+      (RUNNING with that lease token), so by one attempt at a time; a DELIVERED one is never
+      claimed again. ``delivery_done`` lands only for the claim's attempt.
+    * Webhook signing secrets are append-only; the newest ones sign.
+    """
+
     async def delivery_claim(self, claim: DeliveryClaim) -> Delivery | None:
         """Take (run, channel) for one send, if the run is RUNNING with ``claim_token`` as its
         lease token: insert it SENDING, or move a FAILED row (or a SENDING row claimed by an
@@ -510,6 +607,20 @@ class Store(FeedStateStore, Protocol):
         """The deliveries of these runs, by run id then channel key."""
         ...
 
+    async def webhook_secret_add(self, secret: WebhookSecret) -> None: ...
+
+    async def webhook_secrets_recent(self, user_id: str, limit: int) -> list[WebhookSecret]:
+        """The user's newest signing secrets, newest first."""
+        ...
+
+
+class InboxStore(Protocol):
+    """A user's inbox (items are written by ``run_finish``, see ``RunStore``).
+
+    * ``inbox_mark_read`` is idempotent: the first read time is kept; it never touches another
+      user's item.
+    """
+
     async def inbox_list(self, query: InboxQuery) -> list[InboxItem]:
         """A user's inbox: unread items first, each part newest first."""
         ...
@@ -519,36 +630,20 @@ class Store(FeedStateStore, Protocol):
         """Mark the user's item read (the first read time is kept); None if it is not theirs."""
         ...
 
-    async def webhook_secret_add(self, secret: WebhookSecret) -> None: ...
 
-    async def webhook_secrets_recent(self, user_id: str, limit: int) -> list[WebhookSecret]:
-        """The user's newest signing secrets, newest first."""
-        ...
+class HistoryStore(Protocol):
+    """Every attempt of a run, and the history of a job's changes (domain/history.py).
 
-    # --- API tokens (stored hashed) -------------------------------------------------------
-    async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None: ...
+    * Nothing here writes: attempts are written by the run transitions of ``RunStore``, each in
+      the transaction of its transition. ``run_claim`` starts one (and marks any attempt of the
+      run still running as lost: its lease expired); ``run_retry`` and ``run_finish`` end it
+      (failed / succeeded, with the error or the start of the output); ``run_release`` ends it
+      as released, ``run_requeue`` of a RUNNING run as lost. A fenced (zombie) write changes no
+      attempt either.
+    * Job changes are written by ``job_save`` (``JobSave.change``) and ``run_redrive``
+      (``change``) only when the change lands, so a lost compare-and-set leaves no entry.
+    """
 
-    async def token_user(self, token_hash: str) -> str | None: ...
-
-    async def tokens_exist(self) -> bool: ...
-
-    # --- operations (metrics) ---------------------------------------------------------------
-    async def runs_oldest_due(self, now: datetime, shards: int) -> datetime | None:
-        """When the oldest run that is due and not yet started fell due, or None when every
-        due run has started. Due means: PENDING with scheduled_at <= now, RETRYING with
-        retry_at <= now, or ENQUEUED (due at scheduled_at on its first attempt, at enqueued_at
-        after a retry or a hand-back; only the oldest ``OLDEST_DUE_ENQUEUED_CAP`` queued runs
-        are looked at). ``shards`` is the deployment's shard count. Read-only and bounded
-        (a probe per shard), so every metrics scrape may call it."""
-        ...
-
-    # --- attempts and job history (domain/history.py) ------------------------------------
-    # Attempts are written by the run transitions above, each in its own transaction:
-    # run_claim starts one (and marks any attempt of the run still running as lost: its lease
-    # expired), run_retry and run_finish end it (failed / succeeded, with the error or the
-    # start of the output), run_release ends it as released, run_requeue of a RUNNING run as
-    # lost. A fenced (zombie) write changes no attempt either. Job changes are written by
-    # job_save (``JobSave.change``) and run_redrive (``change``) only when the change lands.
     async def run_attempts(self, run_id: str, limit: int) -> list[RunAttempt]:
         """The run's attempts, oldest first (at most ``limit``)."""
         ...
@@ -558,12 +653,23 @@ class Store(FeedStateStore, Protocol):
         """The job's changes, newest first (keyset pagination on change_id)."""
         ...
 
-    # --- tokens with ids, scopes and expiry; reassigning jobs (0007) ----------------------
-    # ``jobs_insert_many`` and ``job_create`` honour ``JobInsert.max_active``: the count of the
-    # user's scheduled and paused jobs and the inserts happen under one per-user lock
-    # (SQLite: the write lock; PostgreSQL: an advisory transaction lock), so concurrent creates
-    # never pass the quota together. A refused item is answered ``over_quota`` and not written;
-    # an item whose idempotency key is held is a replay and never counts against the quota.
+
+class TokenStore(Protocol):
+    """API tokens, stored hashed (never the token itself).
+
+    * ``token_add`` writes one row per token hash; ``token_user`` and ``tokens_exist`` are
+      plain reads of committed rows, so a token works from the moment ``token_add`` returns.
+    * ``token_find`` answers only a live token (not revoked, not expired by ``now``), so a
+      revoke or a rotation takes effect with its commit. ``token_touch`` writes only when the
+      stored use is older than ``stale_before``; two racing touches both leave a recent time.
+    """
+
+    async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None: ...
+
+    async def token_user(self, token_hash: str) -> str | None: ...
+
+    async def tokens_exist(self) -> bool: ...
+
     async def token_create(self, token: ApiToken, token_hash: str) -> None: ...
 
     async def token_find(self, token_hash: str, now: datetime) -> ApiToken | None:
@@ -588,16 +694,12 @@ class Store(FeedStateStore, Protocol):
         this commit); None when there is no such token."""
         ...
 
-    async def jobs_count_of_user(self, user_id: str) -> int:
-        """Every stored job of the user, whatever its status."""
-        ...
 
-    async def jobs_count_active(self, user_id: str, cap: int) -> int:
-        """The user's scheduled and paused jobs, counted up to ``cap``."""
-        ...
+class Store(LifecycleStore, JobStore, RunStore, DueStore, RescueStore, EventStore, LeaseStore,
+            DeliveryStore, InboxStore, HistoryStore, TokenStore, FeedStateStore, Protocol):
+    """Every facet of the store: what a backend implements and what the runtime hands out.
 
-    async def jobs_reassign(self, from_user: str, to_user: str, now: datetime) -> int:
-        """Give every job of ``from_user`` (and its inbox items) to ``to_user`` in ONE
-        transaction; the number of jobs moved. ConflictError, with nothing moved, when a job
-        of ``from_user`` has an idempotency key that ``to_user`` uses already."""
-        ...
+    A consumer that needs only part of the store is annotated with that facet (the deliverer
+    takes a ``DeliveryStore``), so its signature says what it may touch. Each facet's docstring
+    states its concurrency contract.
+    """

@@ -27,7 +27,7 @@ import logging
 
 from onthedot.domain.errors import BackendError
 from onthedot.domain.models import Job, JobRun
-from onthedot.store.base import JobCreated, JobInsert, Store
+from onthedot.store.base import JobCreated, JobInsert, JobStore
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ Waiter = tuple[JobInsert, "asyncio.Future[JobCreated]"]
 class GroupCommit:
     """``job_create`` for many concurrent callers of one event loop through one store."""
 
-    def __init__(self, store: Store, max_items: int = MAX_ITEMS) -> None:
+    def __init__(self, store: JobStore, max_items: int = MAX_ITEMS) -> None:
         self.store = store
         self.max_items = max_items
         self._waiting: list[Waiter] = []

@@ -25,6 +25,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
@@ -32,7 +33,7 @@ from onthedot.domain.models import JobRun, RunStatus
 from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
-from onthedot.store.base import Prune, Store
+from onthedot.store.base import LeaseStore, Prune, RescueStore
 
 log = logging.getLogger("onthedot.rescuer")
 
@@ -41,6 +42,10 @@ RESCUE_BATCH = 500  # runs looked at per kind and sweep; a full batch sweeps aga
 PRUNE_BATCH = 1000  # rows deleted per kind and transaction: short transactions, small locks
 HOUSEKEEPING_EVERY_SECONDS = 3600.0  # partitions are daily; hourly keeps a day's margin
 PRUNE_MAX_ROUNDS = 100  # per prune pass; what remains waits for the next hour
+
+
+class RescuerStore(RescueStore, LeaseStore, Protocol):
+    """What the rescuer uses of the store: rescue and retention, and its group's membership."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class Sweep:
 
 
 class Rescuer:
-    def __init__(self, store: Store, queue: Queue, clock: Clock, settings: Settings,
+    def __init__(self, store: RescuerStore, queue: Queue, clock: Clock, settings: Settings,
                  metrics: Metrics, member_id: str) -> None:
         self.store = store
         self.queue = queue

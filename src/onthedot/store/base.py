@@ -444,6 +444,16 @@ class RunStore(Protocol):
         (a probe per shard), so every metrics scrape may call it."""
         ...
 
+    # --- a worker's batched writes (one call per heartbeat) ------------------------------
+    async def runs_extend_leases(self, items: Sequence[tuple[str, str]],
+                                 lease_expires_at: datetime) -> set[str]:
+        """``run_extend_lease`` for many ``(run_id, token)`` pairs in ONE write: the run ids
+        still held (RUNNING with that token), whose lease now ends at ``lease_expires_at``.
+        A pair whose guard fails (another attempt's token, or the run is no longer RUNNING)
+        changes nothing and is left out of the answer: its attempt has lost the run. Attempt
+        rows are not touched (a renewal starts or ends no attempt)."""
+        ...
+
 
 class DueStore(Protocol):
     """What the watcher uses to find due runs: the claim walk and its wake-up.

@@ -987,6 +987,18 @@ class PostgresStore(SharedReads):
                if at is not None and at <= now]
         return min(due, default=None)
 
+    # --- a worker's batched writes ---------------------------------------------------------
+    async def runs_extend_leases(self, items: Sequence[tuple[str, str]],
+                                 lease_expires_at: datetime) -> set[str]:
+        keyed = sorted((run_id, at, token) for run_id, token in items  # one lock order
+                       if (at := _scheduled_at(run_id)) is not None)
+        if not keyed:
+            return set()
+        rows = await self._all(Q["runs_extend_leases"], {
+            "run_ids": [k[0] for k in keyed], "scheduled_ats": [k[1] for k in keyed],
+            "tokens": [k[2] for k in keyed], "lease_expires_at": lease_expires_at})
+        return {str(r["run_id"]) for r in rows}
+
 
 async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
     """Walk the shard's hourly buckets from its watermark up to now, claiming due runs

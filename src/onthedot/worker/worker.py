@@ -7,7 +7,8 @@ Per delivery::
       |                  held by a live worker -> nack until its lease ends (takeover on time)
       v
     heartbeat every visibility_timeout / 3 (store lease, then queue visibility) while the action
-    runs and while its result is recorded
+    runs and while its result is recorded: one store write per beat for all the runs this
+    process holds (worker/heartbeat.py)
       v
     success ---------> deliver the output to the job's channels (never fails the run; see
                        onthedot.delivery), then finish SUCCEEDED + RunEvent (one transaction)
@@ -50,13 +51,12 @@ from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Delivery, Queue
 from onthedot.store.base import RunClaim, RunFinish, RunRetry, Store
+from onthedot.worker.heartbeat import Heartbeats
 
 log = logging.getLogger("onthedot.worker")
 
 T = TypeVar("T")
 
-HEARTBEAT_FRACTION = 1 / 3  # of the visibility timeout
-STORE_BEAT_FRACTION = 1 / 4  # of the visibility timeout: longest wait for the store's renewal
 MAX_DOUBLINGS = 64  # 2**64 times any positive first delay is past MAX_BACKOFF_SECONDS
 HTTP_POOL_CONNECTIONS = 32  # connections per HTTP client (see Worker.http)
 RECEIVE_BATCH = 64  # messages asked for per receive; a burst fills hundreds of slots in a few
@@ -104,6 +104,8 @@ class Worker:
         self._inflight: set[asyncio.Task[None]] = set()
         self.deliverer = deliverer or Deliverer(store, clock, settings, self.http,
                                                 metrics=metrics)
+        # One lease renewal per beat for every run this process holds (worker/heartbeat.py).
+        self._heartbeats = Heartbeats(store, queue, clock, self.visibility)
 
     @property
     def visibility(self) -> float:
@@ -126,6 +128,7 @@ class Worker:
         return self._clients[self._next_client]
 
     async def aclose(self) -> None:
+        await self._heartbeats.aclose()
         clients, self._clients = self._clients, []
         if self._http is not None:
             clients.append(self._http)
@@ -200,22 +203,21 @@ class Worker:
                         extra={"error": "unreadable message"})
             return
         token = secrets.token_hex(16)
+        received_at = asyncio.get_running_loop().time()  # its message's invisibility runs
         run = await self.store.run_claim(RunClaim(run_id=run_id, token=token,
                                                   now=self.clock.now(),
                                                   lease_seconds=self.visibility))
         if run is None:
             await self._refused(delivery, run_id)
             return
-        heartbeat = asyncio.create_task(self._heartbeat(run.run_id, token, delivery))
+        held = self._heartbeats.hold(run.run_id, token, delivery, received_at)
         try:
             await self._attempt(run, token, delivery)
         except asyncio.CancelledError:
             await self._release(run, token, delivery)
             raise
         finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
+            self._heartbeats.release(held)
 
     async def _attempt(self, run: JobRun, token: str, delivery: Delivery) -> None:
         job = await self.store.job_get_any(run.job_id)
@@ -286,6 +288,7 @@ class Worker:
     async def _release(self, run: JobRun, token: str, delivery: Delivery) -> None:
         """Shutting down mid-action: hand the run back so another worker starts it now, not
         after the visibility timeout. If this fails, the timeout still recovers the run."""
+        self._heartbeats.recording(run.run_id, token)
         try:
             if await self.store.run_release(run.run_id, token, self.clock.now()):
                 await self.queue.nack(delivery, 0)
@@ -295,37 +298,6 @@ class Worker:
         except Exception:
             log.warning("could not release run %s; it returns after its lease", run.run_id,
                         exc_info=True)
-
-    async def _heartbeat(self, run_id: str, token: str, delivery: Delivery) -> None:
-        while True:
-            await asyncio.sleep(self.visibility * HEARTBEAT_FRACTION)
-            if not await self._beat(run_id, token, delivery):
-                # Too late: the message or the run went to another attempt, whose token now
-                # fences whatever this one writes.
-                log.warning("run %s: lease lost to another attempt", run_id)
-                return
-
-    async def _beat(self, run_id: str, token: str, delivery: Delivery) -> bool:
-        """Renew the store lease, then the message's invisibility (so the lease always ends
-        first, and whoever receives the message next can claim the run at once). While the
-        store does not answer, the message is still renewed: this attempt is alive, and its
-        result is written once the store is back (the token fences it if that is too late)."""
-        until = self.clock.now() + timedelta(seconds=self.visibility)
-        try:
-            # Bounded: a store that does not answer (a pool waiting for a connection) must not
-            # hold up the message's renewal past its visibility timeout.
-            async with asyncio.timeout(self.visibility * STORE_BEAT_FRACTION):
-                if not await self.store.run_extend_lease(run_id, token, until):
-                    return False
-        except (BackendError, TimeoutError) as exc:
-            log.warning("heartbeat of run %s: store unavailable (%s); keeping the message",
-                        run_id, getattr(exc, "message", "no answer in time"))
-        try:
-            return await self.queue.extend(delivery, self.visibility)
-        except Exception:
-            log.warning("heartbeat of run %s: queue extend failed; retrying", run_id,
-                        exc_info=True)
-            return True
 
     async def _record(self, what: str, write: Callable[[], Awaitable[T]]) -> T:
         """Write a result, retrying while the store is unavailable: giving up would leave the
@@ -349,6 +321,7 @@ class Worker:
                        inbox: InboxItem | None = None) -> None:
         finish = RunFinish(run_id=run.run_id, token=token, status=RunStatus.SUCCEEDED,
                            finished_at=self.clock.now(), output=output, inbox=inbox)
+        self._heartbeats.recording(run.run_id, token)
         event = await self._record(f"the result of run {run.run_id}",
                                    lambda: self.store.run_finish(finish))
         if event is None:
@@ -367,6 +340,7 @@ class Worker:
         now = self.clock.now()
         retry = RunRetry(run_id=run.run_id, token=token, error=error, now=now,
                          retry_at=now + timedelta(seconds=delay))
+        self._heartbeats.recording(run.run_id, token)
         if await self._record(f"the retry of run {run.run_id}",
                               lambda: self.store.run_retry(retry)):
             log.info("run %s of job %s: attempt %d failed (%s); retry in %.1fs", run.run_id,
@@ -378,6 +352,7 @@ class Worker:
                              error: str) -> None:
         finish = RunFinish(run_id=run.run_id, token=token, status=RunStatus.FAILED,
                            finished_at=self.clock.now(), error=error, dead_lettered=True)
+        self._heartbeats.recording(run.run_id, token)
         event = await self._record(f"the failure of run {run.run_id}",
                                    lambda: self.store.run_finish(finish))
         if event is None:

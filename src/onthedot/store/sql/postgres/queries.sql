@@ -923,3 +923,13 @@ WHERE user_id = %(from_user)s
 
 -- name: inbox_reassign
 UPDATE inbox SET user_id = %(to_user)s WHERE user_id = %(from_user)s
+
+-- name: runs_extend_leases
+-- run_extend_lease for a worker's every held run in one statement; the rows it returns are the
+-- runs still held. Each pair names its run's partition key, so each lookup reads one partition.
+UPDATE job_runs AS r SET lease_expires_at = %(lease_expires_at)s
+FROM unnest(%(run_ids)s::text[], %(scheduled_ats)s::timestamptz[], %(tokens)s::text[])
+     AS held(run_id, scheduled_at, token)
+WHERE r.run_id = held.run_id AND r.scheduled_at = held.scheduled_at
+  AND r.status = 'RUNNING' AND r.lease_token = held.token
+RETURNING r.run_id

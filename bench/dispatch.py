@@ -40,14 +40,14 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
-async def onthedot_run(n: int, settings: Settings,
-                       webhook_url: str | None = None) -> dict[str, float]:
+async def onthedot_run(n: int, settings: Settings, webhook_url: str | None = None,
+                       ingest_floor: float = INGEST_FLOOR_PER_S) -> dict[str, float]:
     rt = await Runtime.open(settings)
     started = time.perf_counter()
     specs = []
     # Jobs are created through the service, as the API would, with one shared due second.
     due_at = (datetime.now(UTC) + timedelta(
-        seconds=LEAD_SECONDS + n / INGEST_FLOOR_PER_S)).replace(microsecond=0)
+        seconds=LEAD_SECONDS + n / ingest_floor)).replace(microsecond=0)
     for i in range(n):
         action = ({"type": "message", "text": f"m{i}"} if webhook_url is None
                   else {"type": "webhook", "url": webhook_url})
@@ -222,6 +222,10 @@ def main() -> None:
                         help="comma-separated: sqlite, postgres (its table queue), "
                              "postgres+nats")
     parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument("--ingest-floor", type=float, default=INGEST_FLOOR_PER_S,
+                        help="jobs/s ingest is assumed to reach at least; the due second is "
+                             "that far ahead (lower it on a loaded machine: ingest slower than "
+                             "this is an error)")
     parser.add_argument("--action", choices=["message", "webhook"], default="message",
                         help="webhook: each run calls a loopback receiver in its own process")
     parser.add_argument("--profile", metavar="FILE",
@@ -248,7 +252,8 @@ def main() -> None:
             try:
                 if profiler is not None:
                     profiler.enable()
-                rows.append((label, asyncio.run(onthedot_run(args.runs, settings, url))))
+                rows.append((label, asyncio.run(onthedot_run(args.runs, settings, url,
+                                                             args.ingest_floor))))
             finally:
                 if profiler is not None:
                     profiler.disable()

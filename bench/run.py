@@ -85,6 +85,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g = p.add_argument_group("output")
     g.add_argument("--chart", default="docs/performance.png", help="PNG path ('' for none)")
     g.add_argument("--json", default="", help="also write every value to this JSON file")
+    g.add_argument("--logs", default="", help="keep the onthedot children's logs in this "
+                   "folder (default: a temporary one, removed at the end)")
     args = p.parse_args(argv)
     quick = args.quick
     defaults: dict[str, Any] = {
@@ -238,8 +240,8 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="onthedot-bench-") as tmp:
         folder = Path(tmp)
-        logs = folder / "logs"
-        logs.mkdir()
+        logs = Path(args.logs) if args.logs else folder / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
         rows += asyncio.run(_async_sections(args, sections, folder, logs))
         if "dispatch" in sections:  # not inside that loop: it runs event loops of its own
             from bench.dispatch import dispatch_rows

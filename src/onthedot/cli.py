@@ -615,6 +615,12 @@ def _echo_table(rows: list[list[str]], header: list[str]) -> None:
                    .rstrip())
 
 
+def _echo_more(next_page_token: str | None) -> None:
+    """Where the next page starts, on stderr, so stdout stays the table."""
+    if next_page_token:
+        click.echo(f"(more: --page-token {next_page_token})", err=True)
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
@@ -921,8 +927,7 @@ def jobs_list(client: ApiClient, status: str | None, page_size: int, page_token:
     _echo_table([[j["job_id"], _short(j["name"], 30), j["status"], _schedule_text(j),
                   j["next_run_at"] or "-", _last_result(j["last_run"])] for j in found],
                 ["JOB_ID", "NAME", "STATUS", "SCHEDULE", "NEXT_RUN_AT", "LAST_RESULT"])
-    if token:
-        click.echo(f"(more: --page-token {token})", err=True)
+    _echo_more(token)
 
 
 def _schedule_text(job: dict[str, Any]) -> str:
@@ -1063,8 +1068,7 @@ def jobs_runs(client: ApiClient, job_id: str, page_size: int, page_token: str | 
     _echo_table([[r["run_id"], r["scheduled_at"], r["status"], str(r["attempt"]),
                   _short(r["error"] if r["error"] else r["output"] or "")]
                  for r in page["runs"]], ["RUN_ID", "SCHEDULED_AT", "STATUS", "ATTEMPT", "RESULT"])
-    if page["next_page_token"]:
-        click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
+    _echo_more(page["next_page_token"])
 
 
 @jobs.command("update")
@@ -1143,8 +1147,7 @@ def dead_letters_list(client: ApiClient, page_size: int, page_token: str | None,
     _echo_table([[r["run_id"], r["job_id"], r["finished_at"] or "-", str(r["attempt"]),
                   _short(r["error"] or "")] for r in page["dead_letters"]],
                 ["RUN_ID", "JOB_ID", "FINISHED_AT", "ATTEMPTS", "ERROR"])
-    if page["next_page_token"]:
-        click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
+    _echo_more(page["next_page_token"])
 
 
 @dead_letters.command("redrive")
@@ -1293,8 +1296,7 @@ def inbox(ctx: click.Context, client: ApiClient, unread: bool, page_size: int,
     _echo_table([[i["item_id"], "" if i["read"] else "*", i["delivered_at"],
                   _short(i["title"], 30), _short(i["text"], 50)] for i in page["items"]],
                 ["ITEM_ID", "NEW", "DELIVERED_AT", "TITLE", "TEXT"])
-    if page["next_page_token"]:
-        click.echo(f"(more: --page-token {page['next_page_token']})", err=True)
+    _echo_more(page["next_page_token"])
 
 
 @inbox.command("read")

@@ -267,6 +267,7 @@ class QuietDigest:
     """An action with nothing new to tell (issue 9 §3)."""
 
     name = "quiet"
+    uses_previous = False
     param_names: tuple[str, ...] = ()
 
     def validate(self, params: dict[str, Any]) -> None:

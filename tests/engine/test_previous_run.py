@@ -18,6 +18,7 @@ class Recorder:
     """Returns which day it is; fails on the days listed in ``fail_on``."""
 
     name = "record"
+    uses_previous = True
     param_names: tuple[str, ...] = ("fail_on",)
 
     def __init__(self) -> None:
@@ -58,3 +59,23 @@ async def test_previous_is_the_last_succeeded_run(engine: Engine) -> None:
     assert previous is not None
     assert previous.output == {"day": 22}
     assert previous.finished_at == first + timedelta(seconds=1)
+
+
+class Forgetful(Recorder):
+    """The same action, declaring that it never reads the job's history."""
+
+    name = "forget"
+    uses_previous = False
+
+
+async def test_an_action_that_does_not_use_history_is_not_given_it(engine: Engine) -> None:
+    # The worker skips the previous-run read for such actions (webhook, message): one store
+    # read per run fewer. The action must then see None, not a stale or partial run.
+    forgetful = Forgetful()
+    engine.rt.actions.register(forgetful)
+    await engine.create(JobParams(type="recurring", schedule="0 8 * * *"), {"type": "forget"})
+    for day in range(2):
+        engine.clock.set(FIRST + timedelta(days=day, seconds=1))
+        await engine.settle()
+    assert [prev for _at, prev in forgetful.seen] == [None, None]
+    assert len(forgetful.seen) == 2

@@ -23,7 +23,8 @@ class ActionContext:
     idempotency_key: str
     timeout_seconds: float
     http: httpx.AsyncClient
-    # The job's last SUCCEEDED run before this one (its scheduled_at, finished_at, output).
+    # The job's last SUCCEEDED run before this one (its scheduled_at, finished_at, output);
+    # always None for an action whose ``uses_previous`` is false.
     previous: JobRun | None = None
     # Per-job state an action keeps between runs (the news digest's feed validators).
     feed_states: FeedStateStore | None = None
@@ -34,6 +35,9 @@ class Action(Protocol):
     # Every parameter the action reads besides ``type``; any other key is refused at validation
     # (a typo such as "heders" would otherwise be stored and silently ignored at run time).
     param_names: tuple[str, ...]
+    # Whether ``execute`` reads ``ctx.previous``: the worker looks the previous run up only for
+    # the actions that use it (one store read per run saved for webhooks and messages).
+    uses_previous: bool
 
     def validate(self, params: dict[str, Any]) -> None:
         """Raise ValidationError (field ``action.<key>``) for parameters that can never work."""

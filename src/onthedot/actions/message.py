@@ -12,6 +12,7 @@ MAX_TEXT_CHARS = 10_000
 
 class MessageAction:
     name = "message"
+    uses_previous = False
     param_names: tuple[str, ...] = ("text",)
 
     def validate(self, params: dict[str, Any]) -> None:

@@ -61,6 +61,7 @@ MAX_ERROR_CHARS = 1000  # of the feeds' reasons in a failed attempt's error
 
 class NewsDigestAction:
     name = "news_digest"
+    uses_previous = True
     param_names: tuple[str, ...] = ("topic", "feeds", "language", "max_items", "deliver_empty")
 
     def __init__(self, guard: EgressGuard, catalog: FeedCatalog | None = None,

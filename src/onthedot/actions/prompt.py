@@ -82,6 +82,7 @@ FETCH_NEWS_TOOL: dict[str, Any] = {"type": "function", "function": {
 
 class PromptAction:
     name = "prompt"
+    uses_previous = True
     param_names: tuple[str, ...] = ("prompt", "model", "max_tokens", "temperature")
 
     def __init__(self, guard: EgressGuard, endpoint: ModelEndpoint | None,

@@ -38,6 +38,7 @@ ERROR_READ_BYTES = 4 * 1024
 
 class WebhookAction:
     name = "webhook"
+    uses_previous = False
     # secret_headers: further header names to hide in every view (actions/secret_headers.py)
     param_names: tuple[str, ...] = ("url", "method", "headers", "body", "secret_headers")
 

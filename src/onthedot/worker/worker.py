@@ -269,7 +269,8 @@ class Worker:
             action = self.actions.get(str(job.action.get("type")))
         except OnTheDotError as exc:
             return False, None, exc.message, True
-        previous = await self.store.run_last_succeeded(job.job_id, run.scheduled_at)
+        previous = (await self.store.run_last_succeeded(job.job_id, run.scheduled_at)
+                    if action.uses_previous else None)
         ctx = ActionContext(job=job, run=run, idempotency_key=run.run_id,
                             timeout_seconds=job.timeout_seconds, http=await self.http(),
                             previous=previous, feed_states=self.store)

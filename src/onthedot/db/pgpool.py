@@ -7,6 +7,8 @@ restart killed dropped on checkout, and "the database does not answer" turned in
 from __future__ import annotations
 
 import asyncio
+import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
@@ -23,6 +25,7 @@ IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most 
 # Errors of a database that does not answer (or a connection that broke), as opposed to errors
 # of a statement.
 UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
+RECENTLY_USED_SECONDS = 1.0  # a connection given back more recently is not pinged (_check)
 
 
 async def set_session(conn: Conn, schema: str) -> None:
@@ -55,13 +58,25 @@ class LazyPool:
             max_size=pool_max,
             open=False,
             configure=self._configure,
-            check=AsyncConnectionPool.check_connection,  # drop connections a restart killed
+            check=self._check,  # drop connections a restart killed
             timeout=timeout_seconds,
             name=f"onthedot{'' if role == 'store' else '-' + role}:{schema}",
         )
         self._opened = False
         self.closed = False
+        # When each connection was last given back (see _check); forgotten with the connection.
+        self._last_used: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
         self._open_lock = asyncio.Lock()
+
+    async def _check(self, conn: Conn) -> None:
+        """Ping a connection before handing it out only if it sat idle: one that finished a
+        statement a moment ago is alive, and a ping per checkout was an extra round trip for
+        every statement under load. A server restart takes longer than RECENTLY_USED_SECONDS,
+        and a connection used while the server was down is discarded by the pool."""
+        last_used = self._last_used.get(conn)
+        if last_used is not None and time.monotonic() - last_used < RECENTLY_USED_SECONDS:
+            return
+        await AsyncConnectionPool.check_connection(conn)
 
     async def _configure(self, conn: Conn) -> None:
         if self._extra_configure is not None:
@@ -82,7 +97,10 @@ class LazyPool:
         await self._open()
         try:
             async with self._pool.connection() as conn:
-                yield conn
+                try:
+                    yield conn
+                finally:
+                    self._last_used[conn] = time.monotonic()
         except UNAVAILABLE as exc:
             raise BackendError(f"PostgreSQL error: {exc}") from exc
 

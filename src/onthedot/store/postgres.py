@@ -44,6 +44,7 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow
 from psycopg.types.string import TextLoader
 
+from onthedot.db.pggroup import StatementGroups
 from onthedot.db.pgpool import (
     IDENTIFIER_MAX_BYTES,
     UNAVAILABLE,
@@ -193,6 +194,8 @@ class PostgresStore(SharedReads):
         self._db = LazyPool(dsn, schema=schema, role="store", pool_min=pool_min,
                             pool_max=pool_max, timeout_seconds=pool_timeout_seconds,
                             configure=_load_jsonb_as_text)
+        # A worker's claims, retries and finishes that arrive together share one transaction.
+        self._groups = StatementGroups(self._conn)
         self._closed = False
         self._listener: AsyncConnection[Any] | None = None
         self._listen_lock = asyncio.Lock()
@@ -519,7 +522,7 @@ class PostgresStore(SharedReads):
         at = _scheduled_at(claim.run_id)
         if at is None:
             return None
-        row = await self._one(Q["run_claim"], {
+        row = await self._groups.one(claim.run_id, Q["run_claim"], {
             "run_id": claim.run_id,
             "scheduled_at": at,
             "token": claim.token,
@@ -552,7 +555,7 @@ class PostgresStore(SharedReads):
         at = _scheduled_at(retry.run_id)
         if at is None:
             return False
-        row = await self._one(Q["run_retry"], {
+        row = await self._groups.one(retry.run_id, Q["run_retry"], {
             "run_id": retry.run_id, "scheduled_at": at, "token": retry.token,
             "error": retry.error, "retry_at": retry.retry_at,
             **_attempt_end(retry.run_id, retry.token, AttemptStatus.FAILED, retry.now,
@@ -580,13 +583,13 @@ class PostgresStore(SharedReads):
                            finish.finished_at, finish.error, finish.output, output),
         }
         if finish.inbox is None:
-            row = await self._one(Q["run_finish"], params)
+            row = await self._groups.one(finish.run_id, Q["run_finish"], params)
         else:
             item = finish.inbox
             inbox = native_times(inbox_params(item, finish.token),
                                  scheduled_at=item.scheduled_at, created_at=item.created_at)
-            row = await self._one(Q["run_finish_with_inbox"],
-                                  {**params, **{f"i_{k}": v for k, v in inbox.items()}})
+            row = await self._groups.one(finish.run_id, Q["run_finish_with_inbox"],
+                                         {**params, **{f"i_{k}": v for k, v in inbox.items()}})
         if row is None:
             return None  # fenced: another attempt owns the run now
         return RunEvent(event_id=int(row["event_id"]), job_id=row["job_id"],

@@ -7,6 +7,7 @@ restart killed dropped on checkout, and "the database does not answer" turned in
 from __future__ import annotations
 
 import asyncio
+import select
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -26,6 +27,16 @@ IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most 
 # of a statement.
 UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
 RECENTLY_USED_SECONDS = 1.0  # a connection given back more recently is not pinged (_check)
+
+
+def _has_input(conn: Conn) -> bool:
+    """Whether the server sent anything on an idle connection (no system call waits)."""
+    try:
+        poller = select.poll()
+        poller.register(conn.pgconn.socket, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    except (OSError, ValueError, psycopg.OperationalError):
+        return True  # no usable socket: let the ping find out
 
 
 async def set_session(conn: Conn, schema: str) -> None:
@@ -69,12 +80,14 @@ class LazyPool:
         self._open_lock = asyncio.Lock()
 
     async def _check(self, conn: Conn) -> None:
-        """Ping a connection before handing it out only if it sat idle: one that finished a
-        statement a moment ago is alive, and a ping per checkout was an extra round trip for
-        every statement under load. A server restart takes longer than RECENTLY_USED_SECONDS,
-        and a connection used while the server was down is discarded by the pool."""
+        """Ping a connection before handing it out only when there is a reason to: it sat
+        idle for a second or more, or the server sent something unasked (a server that ends a
+        session, in a restart or by pg_terminate_backend, sends its FATAL and closes the
+        socket, which makes it readable). A ping per checkout was one more round trip for
+        every statement under load."""
         last_used = self._last_used.get(conn)
-        if last_used is not None and time.monotonic() - last_used < RECENTLY_USED_SECONDS:
+        if (last_used is not None and time.monotonic() - last_used < RECENTLY_USED_SECONDS
+                and not _has_input(conn)):
             return
         await AsyncConnectionPool.check_connection(conn)
 

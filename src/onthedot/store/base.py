@@ -335,6 +335,11 @@ class JobStore(Protocol):
         """Unscoped lookup for the execution path (workers, watchers)."""
         ...
 
+    async def jobs_get_any_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        """``job_get_any`` for many ids in one read: the jobs that exist, by id (the recurring
+        watcher reads the jobs of a whole batch of events at once)."""
+        ...
+
     async def jobs_list(self, query: JobListQuery) -> list[Job]:
         """Newest first (job_id descending)."""
         ...
@@ -383,6 +388,10 @@ class RunStore(Protocol):
         ...
 
     async def run_get(self, run_id: str) -> JobRun | None: ...
+
+    async def runs_get_many(self, run_ids: Sequence[str]) -> dict[str, JobRun]:
+        """``run_get`` for many ids in one read: the runs that exist, by id."""
+        ...
 
     async def run_last_succeeded(self, job_id: str, before: datetime) -> JobRun | None:
         """The job's SUCCEEDED run with the latest ``scheduled_at`` earlier than ``before``

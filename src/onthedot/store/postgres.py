@@ -503,6 +503,21 @@ class PostgresStore(SharedReads):
         row = await self._one(Q["run_get"], {"run_id": run_id, "scheduled_at": at})
         return None if row is None else run_from_row(row)
 
+    async def runs_get_many(self, run_ids: Sequence[str]) -> dict[str, JobRun]:
+        keyed = [(run_id, at) for run_id in set(run_ids)
+                 if (at := _scheduled_at(run_id)) is not None]
+        if not keyed:
+            return {}
+        rows = await self._all(Q["runs_get_many"], {
+            "run_ids": [k[0] for k in keyed], "scheduled_ats": [k[1] for k in keyed]})
+        return {str(r["run_id"]): run_from_row(r) for r in rows}
+
+    async def jobs_get_any_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        if not job_ids:
+            return {}
+        rows = await self._all(Q["jobs_get_any_many"], {"job_ids": sorted(set(job_ids))})
+        return {str(r["job_id"]): job_from_row(r) for r in rows}
+
     async def run_last_succeeded(self, job_id: str, before: datetime) -> JobRun | None:
         row = await self._one(Q["run_last_succeeded"], {"job_id": job_id, "before": before})
         return None if row is None else run_from_row(row)

@@ -201,6 +201,19 @@ class SqliteStore(SharedReads):
         row = await self._one(Q["run_get"], {"run_id": run_id})
         return None if row is None else run_from_row(row)
 
+    async def runs_get_many(self, run_ids: Sequence[str]) -> dict[str, JobRun]:
+        if not run_ids:
+            return {}
+        rows = await self._all(Q["runs_get_many"], {"run_ids": json.dumps(sorted(set(run_ids)))})
+        return {str(r["run_id"]): run_from_row(r) for r in rows}
+
+    async def jobs_get_any_many(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        if not job_ids:
+            return {}
+        rows = await self._all(Q["jobs_get_any_many"],
+                               {"job_ids": json.dumps(sorted(set(job_ids)))})
+        return {str(r["job_id"]): job_from_row(r) for r in rows}
+
     async def run_last_succeeded(self, job_id: str, before: datetime) -> JobRun | None:
         row = await self._one(Q["run_last_succeeded"], {"job_id": job_id, "before": ts(before)})
         return None if row is None else run_from_row(row)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from onthedot.config import Settings
@@ -31,6 +31,14 @@ log = logging.getLogger("onthedot.recurring")
 CONSUMER = "recurring"
 EVENT_BATCH = 500
 DECIDE_ATTEMPTS = 5  # per event and tick, when the job keeps changing under the decision
+
+
+@dataclass(frozen=True)
+class _Read:
+    """An event's job and run as read for its batch (None: absent, or left to be read)."""
+
+    job: Job | None
+    run: JobRun | None
 
 
 class RecurringWatcher:
@@ -49,27 +57,43 @@ class RecurringWatcher:
         """Apply the next batch of events; returns how many were applied."""
         cursor = await self.store.cursor_get(CONSUMER)
         applied = 0
-        for event in await self.store.events_after(cursor, EVENT_BATCH):
-            result = await self._apply(event, cursor)
+        events = await self.store.events_after(cursor, EVENT_BATCH)
+        if not events:
+            return 0
+        # The batch's jobs and runs in two reads, not two per event. A job read here may change
+        # before its event is applied: event_apply's version guard refuses the decision then,
+        # and the event is decided again from a fresh read.
+        jobs = await self.store.jobs_get_any_many([e.job_id for e in events])
+        runs = await self.store.runs_get_many([e.run_id for e in events])
+        for event in events:
+            read = _Read(jobs.get(event.job_id), runs.get(event.run_id))
+            result = await self._apply(event, cursor, read)
             if result is not ApplyResult.APPLIED:
                 break  # the cursor moved (start over from there) or the job kept changing
             cursor = event.event_id
             applied += 1
+            # Later events of the same job must see what this one did to it (its version).
+            jobs.pop(event.job_id, None)
         return applied
 
-    async def _apply(self, event: RunEvent, cursor: int) -> ApplyResult:
+    async def _apply(self, event: RunEvent, cursor: int, read: _Read | None = None) -> ApplyResult:
         result = ApplyResult.JOB_CHANGED
         for _ in range(DECIDE_ATTEMPTS):
-            result = await self.store.event_apply(await self.decide(event, cursor))
+            result = await self.store.event_apply(await self.decide(event, cursor, read))
             if result is not ApplyResult.JOB_CHANGED:
                 return result
+            read = None  # decided from a stale job: read it again
         log.warning("job %s changed %d times while event %d was applied; trying next tick",
                     event.job_id, DECIDE_ATTEMPTS, event.event_id)
         return result
 
-    async def decide(self, event: RunEvent, cursor: int) -> EventApply:
-        job = await self.store.job_get_any(event.job_id)
-        run = await self.store.run_get(event.run_id)
+    async def decide(self, event: RunEvent, cursor: int,
+                     read: _Read | None = None) -> EventApply:
+        # A job missing from the batch's read was deleted, or changed by an earlier event of
+        # the batch: read it now.
+        job = read.job if read is not None and read.job is not None else (
+            await self.store.job_get_any(event.job_id))
+        run = read.run if read is not None else await self.store.run_get(event.run_id)
         keep = EventApply(consumer=CONSUMER, previous_event_id=cursor, event=event,
                           job_version=None if job is None else job.version,
                           insert_run=None, job_status=None, next_run_at=None,

@@ -115,6 +115,9 @@ SELECT * FROM jobs WHERE user_id = %(user_id)s AND job_id = %(job_id)s
 -- name: job_get_any
 SELECT * FROM jobs WHERE job_id = %(job_id)s
 
+-- name: jobs_get_any_many
+SELECT * FROM jobs WHERE job_id = ANY(%(job_ids)s::text[])
+
 -- name: jobs_list
 SELECT * FROM jobs
 WHERE user_id = %(user_id)s
@@ -177,6 +180,12 @@ SELECT pg_notify(%(channel)s, %(payload)s)
 
 -- name: run_get
 SELECT * FROM job_runs WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+
+-- name: runs_get_many
+-- With each run's scheduled_at (from its id), so only the partitions holding them are read.
+SELECT r.* FROM job_runs AS r
+JOIN unnest(%(run_ids)s::text[], %(scheduled_ats)s::timestamptz[]) AS k (run_id, scheduled_at)
+  ON r.run_id = k.run_id AND r.scheduled_at = k.scheduled_at
 
 -- name: runs_list
 SELECT * FROM job_runs

@@ -50,6 +50,9 @@ SELECT * FROM jobs WHERE user_id = :user_id AND job_id = :job_id
 -- name: job_get_any
 SELECT * FROM jobs WHERE job_id = :job_id
 
+-- name: jobs_get_any_many
+SELECT * FROM jobs WHERE job_id IN (SELECT value FROM json_each(:job_ids))
+
 -- name: jobs_list
 SELECT * FROM jobs
 WHERE user_id = :user_id
@@ -122,6 +125,9 @@ SELECT EXISTS (
 
 -- name: run_get
 SELECT * FROM job_runs WHERE run_id = :run_id
+
+-- name: runs_get_many
+SELECT * FROM job_runs WHERE run_id IN (SELECT value FROM json_each(:run_ids))
 
 -- name: runs_list
 SELECT * FROM job_runs

@@ -715,12 +715,13 @@ class PostgresStore(SharedReads):
     async def event_apply(self, apply: EventApply) -> ApplyResult:
         try:
             async with self._tx() as conn:
-                await conn.execute(Q["cursor_init"], {"consumer": apply.consumer})
-                cur = await conn.execute(Q["cursor_advance"], {
-                    "consumer": apply.consumer,
-                    "position": apply.event.event_id,
-                    "previous": apply.previous_event_id,
-                })
+                advance = {"consumer": apply.consumer, "position": apply.event.event_id,
+                           "previous": apply.previous_event_id}
+                cur = await conn.execute(Q["cursor_advance"], advance)
+                if cur.rowcount != 1 and apply.previous_event_id == 0:
+                    # The consumer's first event: its row (at 0) is made once, not per event.
+                    await conn.execute(Q["cursor_init"], {"consumer": apply.consumer})
+                    cur = await conn.execute(Q["cursor_advance"], advance)
                 if cur.rowcount != 1:
                     return ApplyResult.CURSOR_MOVED  # nothing else was written
                 if apply.job_version is None:

@@ -24,30 +24,25 @@ refused statement fails one caller.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow
 
-from onthedot.domain.errors import BackendError
-
-log = logging.getLogger(__name__)
+from onthedot.db.coalesce import Coalescer
 
 Conn = AsyncConnection[DictRow]
 MAX_STATEMENTS = 256  # in one flush: a transaction short enough to hold its row locks briefly
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Statement:
     key: str  # the row it writes; the order statements of a group run in
     query: str
     params: dict[str, Any]
-    future: asyncio.Future[DictRow | None] = field(repr=False)
 
 
 class StatementGroups:
@@ -57,76 +52,24 @@ class StatementGroups:
     def __init__(self, connection: Callable[[], AbstractAsyncContextManager[Conn]],
                  max_statements: int = MAX_STATEMENTS) -> None:
         self._connection = connection
-        self.max_statements = max_statements
-        self._waiting: list[_Statement] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._groups: Coalescer[_Statement, DictRow | None] = Coalescer(
+            self._run, self._run_alone, max_items=max_statements, what="statements")
 
     async def one(self, key: str, query: str, params: dict[str, Any]) -> DictRow | None:
-        future: asyncio.Future[DictRow | None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(_Statement(key, query, params, future))
-        running = self._flusher
-        if running is None or running.done() or running.get_loop() is not future.get_loop():
-            self._flusher = asyncio.create_task(self._flush_all(),
-                                                name="onthedot-statement-groups")
-        return await future
+        return await self._groups.submit(_Statement(key, query, params))
 
-    async def _flush_all(self) -> None:
-        batch: list[_Statement] = []
-        try:
-            while self._waiting:
-                batch = self._waiting[:self.max_statements]
-                del self._waiting[:self.max_statements]
-                await self._flush(batch)
-        except BaseException as exc:  # cancelled with the loop, or a bug: nobody waits forever
-            for statement in [*batch, *self._waiting]:
-                _fail(statement.future, exc)
-            self._waiting.clear()
-            raise
-
-    async def _flush(self, batch: list[_Statement]) -> None:
-        batch.sort(key=lambda s: s.key)
-        try:
-            rows = await self._run(batch)
-        except BackendError as exc:
-            for statement in batch:
-                _fail(statement.future, exc)
-            return
-        except Exception as exc:
-            if len(batch) == 1:
-                _fail(batch[0].future, exc)
-                return
-            log.warning("a group of %d statements failed (%s); running each on its own",
-                        len(batch), exc)
-            for statement in batch:
-                await self._one_alone(statement)
-            return
-        for statement, row in zip(batch, rows, strict=True):
-            if not statement.future.done():  # its caller may have gone; the write stands
-                statement.future.set_result(row)
-
-    async def _run(self, batch: list[_Statement]) -> list[DictRow | None]:
+    async def _run(self, statements: list[_Statement]) -> list[DictRow | None]:
+        """Run in key order; the rows come back in the statements' order."""
+        order = sorted(range(len(statements)), key=lambda i: statements[i].key)
         async with self._connection() as conn:
-            if len(batch) == 1:  # autocommit: no BEGIN/COMMIT around a lone statement
-                cur = await conn.execute(batch[0].query, batch[0].params)
+            if len(statements) == 1:  # autocommit: no BEGIN/COMMIT around a lone statement
+                cur = await conn.execute(statements[0].query, statements[0].params)
                 return [await cur.fetchone()]
             async with conn.pipeline(), conn.transaction():
-                cursors = [await conn.execute(s.query, s.params) for s in batch]
-            return [await cur.fetchone() for cur in cursors]
+                cursors = {i: await conn.execute(statements[i].query, statements[i].params)
+                           for i in order}
+            return [await cursors[i].fetchone() for i in range(len(statements))]
 
-    async def _one_alone(self, statement: _Statement) -> None:
-        try:
-            (row,) = await self._run([statement])
-        except Exception as exc:
-            _fail(statement.future, exc)
-        else:
-            if not statement.future.done():
-                statement.future.set_result(row)
-
-
-def _fail(future: asyncio.Future[DictRow | None], exc: BaseException) -> None:
-    if future.done():
-        return
-    if isinstance(exc, asyncio.CancelledError):
-        future.cancel()
-    else:
-        future.set_exception(exc)
+    async def _run_alone(self, statement: _Statement) -> DictRow | None:
+        (row,) = await self._run([statement])
+        return row

@@ -147,7 +147,7 @@ async def create_jobs(
     place in ``results``: 201 created, 200 a replay of an earlier identical create with the
     same key, 409 the key was used for a different job, 422 invalid (the problem's field names
     the job: ``jobs[3].job_params.schedule``)."""
-    results: list[dict[str, Any] | None] = [None] * len(body.jobs)  # each holds a JobOut
+    results: list[dict[str, Any] | None] = [None] * len(body.jobs)  # a JobOut or a problem
     requests: list[tuple[JobSpec, str | None]] = []
     placed: list[tuple[int, str]] = []  # (index in the batch, field that holds the key)
     for index, raw in enumerate(body.jobs):

@@ -37,7 +37,7 @@ class Coalescer(Generic[I, R]):
                  what: str) -> None:
         self._write_many = write_many
         self._write_one = write_one
-        self.max_items = max_items
+        self._max_items = max_items
         self._what = what  # "statements", "jobs": for the log and the task's name
         self._waiting: list[tuple[I, asyncio.Future[R]]] = []
         self._flusher: asyncio.Task[None] | None = None
@@ -56,8 +56,8 @@ class Coalescer(Generic[I, R]):
         batch: list[tuple[I, asyncio.Future[R]]] = []
         try:
             while self._waiting:
-                batch = self._waiting[:self.max_items]
-                del self._waiting[:self.max_items]
+                batch = self._waiting[:self._max_items]
+                del self._waiting[:self._max_items]
                 await self._flush(batch)
         except BaseException as exc:  # cancelled with the loop, or a bug: nobody waits forever
             for _item, future in [*batch, *self._waiting]:

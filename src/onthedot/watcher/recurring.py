@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 
 from onthedot.config import Settings
@@ -31,14 +31,6 @@ log = logging.getLogger("onthedot.recurring")
 CONSUMER = "recurring"
 EVENT_BATCH = 500
 DECIDE_ATTEMPTS = 5  # per event and tick, when the job keeps changing under the decision
-
-
-@dataclass(frozen=True)
-class _Read:
-    """An event's job and run as read for its batch (None: absent, or left to be read)."""
-
-    job: Job | None
-    run: JobRun | None
 
 
 class RecurringWatcher:
@@ -66,34 +58,36 @@ class RecurringWatcher:
         jobs = await self.store.jobs_get_any_many([e.job_id for e in events])
         runs = await self.store.runs_get_many([e.run_id for e in events])
         for event in events:
-            read = _Read(jobs.get(event.job_id), runs.get(event.run_id))
-            result = await self._apply(event, cursor, read)
+            job = (jobs[event.job_id] if event.job_id in jobs
+                   else await self.store.job_get_any(event.job_id))
+            result = await self._apply(event, cursor, job, runs.get(event.run_id))
             if result is not ApplyResult.APPLIED:
                 break  # the cursor moved (start over from there) or the job kept changing
             cursor = event.event_id
             applied += 1
-            # Later events of the same job must see what this one did to it (its version).
+            # This event changed the job (its version): a later event of it reads it again.
             jobs.pop(event.job_id, None)
         return applied
 
-    async def _apply(self, event: RunEvent, cursor: int, read: _Read | None = None) -> ApplyResult:
+    async def _apply(self, event: RunEvent, cursor: int, job: Job | None,
+                     run: JobRun | None) -> ApplyResult:
         result = ApplyResult.JOB_CHANGED
         for _ in range(DECIDE_ATTEMPTS):
-            result = await self.store.event_apply(await self.decide(event, cursor, read))
+            result = await self.store.event_apply(await self._decide(event, cursor, job, run))
             if result is not ApplyResult.JOB_CHANGED:
                 return result
-            read = None  # decided from a stale job: read it again
+            job = await self.store.job_get_any(event.job_id)  # decided from a stale job
         log.warning("job %s changed %d times while event %d was applied; trying next tick",
                     event.job_id, DECIDE_ATTEMPTS, event.event_id)
         return result
 
-    async def decide(self, event: RunEvent, cursor: int,
-                     read: _Read | None = None) -> EventApply:
-        # A job missing from the batch's read was deleted, or changed by an earlier event of
-        # the batch: read it now.
-        job = read.job if read is not None and read.job is not None else (
-            await self.store.job_get_any(event.job_id))
-        run = read.run if read is not None else await self.store.run_get(event.run_id)
+    async def decide(self, event: RunEvent, cursor: int) -> EventApply:
+        """The decision for ``event`` from the job and run as they are stored now."""
+        return await self._decide(event, cursor, await self.store.job_get_any(event.job_id),
+                                  await self.store.run_get(event.run_id))
+
+    async def _decide(self, event: RunEvent, cursor: int, job: Job | None,
+                      run: JobRun | None) -> EventApply:
         keep = EventApply(consumer=CONSUMER, previous_event_id=cursor, event=event,
                           job_version=None if job is None else job.version,
                           insert_run=None, job_status=None, next_run_at=None,

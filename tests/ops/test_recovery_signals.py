@@ -64,9 +64,9 @@ async def dispatched_run_id(engine: Engine, job_id: str) -> str:
 
 async def test_every_cause_starts_at_zero(both: Engine) -> None:
     """Every label is on /metrics from the start, so an alert on the first increase fires."""
-    assert recovered(both) == {c: 0.0 for c in RECOVERED_CAUSES}
-    assert scrape(both, "onthedot_retention_removed_total", "kind") == {
-        k: 0.0 for k in RETENTION_KINDS}
+    assert recovered(both) == dict.fromkeys(RECOVERED_CAUSES, 0.0)
+    assert scrape(both, "onthedot_retention_removed_total", "kind") == dict.fromkeys(
+        RETENTION_KINDS, 0.0)
 
 
 async def test_a_claim_that_replaces_a_dead_worker_says_so(

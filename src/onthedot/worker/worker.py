@@ -318,9 +318,9 @@ class Worker:
         self._heartbeats.recording(run.run_id, token)
         try:
             if await self.store.run_release(run.run_id, token, self.clock.now()):
-                await self.queue.nack(delivery, 0)
-                # WARNING: the action was cut off part-way and starts again from the beginning.
+                # Counted once released: the action was cut off part-way and starts again.
                 self.metrics.runs_recovered.labels(cause="worker_shutdown").inc()
+                await self.queue.nack(delivery, 0)
                 log.warning("run %s of job %s: attempt %d interrupted by shutdown; handed back "
                             "to the queue, the action runs again", run.run_id, run.job_id,
                             run.attempt, extra={**run_fields(run), "cause": "worker_shutdown"})

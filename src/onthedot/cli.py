@@ -97,23 +97,32 @@ def _settings_error_line(exc: pydantic.ValidationError) -> str:
 
 
 # --- settings and server processes -----------------------------------------------------------
+def _default(name: str) -> object:
+    """A setting's default as config.py declares it: the help texts quote it from there, so
+    they cannot drift from it (tests/cli/test_help_defaults.py)."""
+    return Settings.model_fields[name].default
+
+
 def _store_options(fn: F) -> F:
     fn = click.option("--queue-url", default=None, help="nats://host:4222 (default: a table "
-                      "queue in the SQLite database) [env ONTHEDOT_QUEUE_URL]")(fn)
-    return click.option("--database-url", default=None, help="sqlite:///onthedot.db or "
-                        "postgresql://... [env ONTHEDOT_DATABASE_URL]")(fn)
+                      "queue in the store's own database, SQLite or PostgreSQL) "
+                      "[env ONTHEDOT_QUEUE_URL]")(fn)
+    return click.option("--database-url", default=None, help="sqlite:///path.db or "
+                        f"postgresql://user@host/db (default {_default('database_url')}) "
+                        "[env ONTHEDOT_DATABASE_URL]")(fn)
 
 
 def _http_options(fn: F) -> F:
-    fn = click.option("--port", type=int, default=None,
-                      help="port (default 8080) [env ONTHEDOT_PORT]")(fn)
-    return click.option("--host", default=None,
-                        help="bind address (default 127.0.0.1) [env ONTHEDOT_HOST]")(fn)
+    fn = click.option("--port", type=int, default=None, help=f"port (default "
+                      f"{_default('port')}; 0 picks a free one) [env ONTHEDOT_PORT]")(fn)
+    return click.option("--host", default=None, help=f"bind address (default "
+                        f"{_default('host')}) [env ONTHEDOT_HOST]")(fn)
 
 
 def _workers_option(fn: F) -> F:
     return click.option("--workers", type=int, default=None, help="runs executed concurrently "
-                        "by this process (default 16) [env ONTHEDOT_WORKERS]")(fn)
+                        f"by this process (default {_default('workers')}) "
+                        "[env ONTHEDOT_WORKERS]")(fn)
 
 
 def _settings(**flags: Any) -> Settings:
@@ -677,19 +686,30 @@ def _action_options(fn: F) -> F:
     return fn
 
 
-def _policy_options(fn: F) -> F:
-    for option in reversed((
-        click.option("--retries", type=click.IntRange(0, 99), metavar="N", help="retries "
-                     "after a failed first attempt, with exponential backoff (retry_policy."
-                     "max_attempts = N + 1; default 2)"),
-        click.option("--timeout", "timeout_seconds", type=click.FloatRange(0, min_open=True),
-                     metavar="SECONDS", help="how long one attempt may take (default 60)"),
-        click.option("--misfire", type=click.Choice(("run_late", "skip")), help="a run missed "
-                     "while the service was down: run_late runs it late (default), skip "
-                     "skips it"),
-    )):
-        fn = option(fn)
-    return fn
+def _policy_options(*, update: bool) -> Callable[[F], F]:
+    """--retries, --timeout, --misfire. Left out, ``jobs create`` gets the API's defaults
+    (quoted from the domain model) and ``jobs update`` keeps the job's own."""
+    from onthedot.domain.models import Job, RetryPolicy
+
+    def left_out(default: str) -> str:
+        return "unchanged when left out" if update else f"default {default}"
+
+    def decorate(fn: F) -> F:
+        for option in reversed((
+            click.option("--retries", type=click.IntRange(0, 99), metavar="N", help="retries "
+                         "after a failed first attempt, with exponential backoff (retry_policy."
+                         f"max_attempts = N + 1; {left_out(str(RetryPolicy().max_attempts - 1))}"
+                         ")"),
+            click.option("--timeout", "timeout_seconds", type=click.FloatRange(0, min_open=True),
+                         metavar="SECONDS", help="how long one attempt may take "
+                         f"({left_out(f'{Job.timeout_seconds:g}')})"),
+            click.option("--misfire", type=click.Choice(("run_late", "skip")), help="a run "
+                         "missed while the service was down: run_late runs it late, skip "
+                         f"skips it ({left_out(Job.misfire_policy)})"),
+        )):
+            fn = option(fn)
+        return fn
+    return decorate
 
 
 def _schedule_choice(*, cron: str | None, rrule: str | None, at: str | None,
@@ -842,7 +862,7 @@ def jobs() -> None:
 @click.option("--timezone", "timezone", metavar="TZ", help="IANA timezone, e.g. Asia/Taipei "
               "(default: the server's)")
 @_action_options
-@_policy_options
+@_policy_options(update=False)
 @click.option("--notify-email", "emails", metavar="ADDR", multiple=True,
               help="also e-mail each result to ADDR (repeatable)")
 @click.option("--notify-webhook", "hooks", metavar="URL", multiple=True,
@@ -1082,7 +1102,7 @@ def jobs_runs(client: ApiClient, job_id: str, page_size: int, page_token: str | 
 @click.option("--timezone", "timezone", metavar="TZ", help="a new IANA timezone (default: "
               "the job keeps its own)")
 @_action_options
-@_policy_options
+@_policy_options(update=True)
 @_json_option
 @_client_options
 def jobs_update(client: ApiClient, job_id: str, name: str | None, cron: str | None,

@@ -22,8 +22,9 @@ from typing import Any
 from onthedot.domain.models import JobRun
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-# Record attributes that describe a run; emitted as JSON keys when a line carries them.
-RUN_FIELDS = ("job_id", "run_id", "attempt", "error")
+# Record attributes that describe a run; emitted as JSON keys when a line carries them
+# (``cause``: why a run is executed again, as in onthedot_runs_recovered_total{cause}).
+RUN_FIELDS = ("job_id", "run_id", "attempt", "error", "cause")
 
 
 def run_fields(run: JobRun, error: str | None = None, attempt: int | None = None) -> dict[str, Any]:

@@ -26,6 +26,15 @@ from onthedot.domain.errors import ConfigError
 
 log = logging.getLogger("onthedot.metrics")
 
+# Why a run is executed again (onthedot_runs_recovered_total{cause}); each is counted once,
+# by the one process that knows it for sure (docs/operations.md, "Recovered runs").
+RECOVERED_CAUSES = ("lease_expired", "worker_shutdown", "worker_and_message_lost",
+                    "message_lost")
+# What retention deletes (onthedot_retention_removed_total{kind}): the fields of store.Pruned,
+# and the queue's own dead-letter messages.
+RETENTION_KINDS = ("runs", "events", "jobs", "deliveries", "inbox", "attempts",
+                   "dead_letter_messages")
+
 LATENESS_BUCKETS_SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 
 
@@ -65,6 +74,22 @@ class Metrics:
                                 "that is due and not yet started: pending, queued, or a retry "
                                 "past its time (at scrape time; 0 when none)",
                                 registry=self.registry)
+        # --- recovery and retention (docs/operations.md, "Recovered runs") ---
+        self.runs_recovered = Counter(
+            "onthedot_runs_recovered", "Runs handed on to be executed again, by what "
+            "interrupted them: lease_expired (counted by the worker whose claim replaced a "
+            "dead or frozen worker), worker_shutdown (by the worker that handed its run back "
+            "on shutdown), worker_and_message_lost, message_lost (by the rescuer)",
+            ["cause"], registry=self.registry)
+        self.retention_removed = Counter(
+            "onthedot_retention_removed", "Rows deleted by retention in this process, by kind "
+            "(runs, events, jobs, deliveries, inbox, attempts, dead_letter_messages)",
+            ["kind"], registry=self.registry)
+        # Every label shows from the start (at 0), so rate() and alerts see the first one.
+        for cause in RECOVERED_CAUSES:
+            self.runs_recovered.labels(cause=cause)
+        for kind in RETENTION_KINDS:
+            self.retention_removed.labels(kind=kind)
 
 
 REQUEST_READ_TIMEOUT_SECONDS = 5.0  # a client that sends no request line in time is dropped

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -33,7 +33,7 @@ from onthedot.domain.models import JobRun, RunStatus
 from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
-from onthedot.store.base import LeaseStore, Prune, RescueStore
+from onthedot.store.base import LeaseStore, Prune, Pruned, RescueStore
 
 log = logging.getLogger("onthedot.rescuer")
 
@@ -119,14 +119,17 @@ class Rescuer:
             handed.append(requeued)
             if run.status is RunStatus.RUNNING:
                 expired += 1
+                self.metrics.runs_recovered.labels(cause="worker_and_message_lost").inc()
                 log.warning("run %s of job %s: attempt %d lost its worker (lease ended %s) "
                             "and its message; handed back", run.run_id, run.job_id, run.attempt,
-                            run.lease_expires_at, extra=run_fields(run))
+                            run.lease_expires_at,
+                            extra={**run_fields(run), "cause": "worker_and_message_lost"})
             else:
                 lost += 1
+                self.metrics.runs_recovered.labels(cause="message_lost").inc()
                 log.warning("run %s of job %s: enqueued at %s but no message is left; "
                             "published again", run.run_id, run.job_id, run.enqueued_at,
-                            extra=run_fields(run))
+                            extra={**run_fields(run), "cause": "message_lost"})
         await self._publish(handed)
         return expired, lost
 
@@ -136,13 +139,22 @@ class Rescuer:
         total = 0
         for _ in range(PRUNE_MAX_ROUNDS):
             pruned = await self.store.prune(Prune(before=before, limit=PRUNE_BATCH))
+            self._count_removed(pruned)
             total += pruned.total
             if pruned.largest < PRUNE_BATCH:
                 break
-        total += await self.queue.prune(before)
+        dead_letters = await self.queue.prune(before)
+        self.metrics.retention_removed.labels(kind="dead_letter_messages").inc(dead_letters)
+        total += dead_letters
         if total:
             log.info("pruned %d rows of history older than %s", total, before.isoformat())
         return total
+
+    def _count_removed(self, pruned: Pruned) -> None:
+        for kind in fields(pruned):
+            removed = getattr(pruned, kind.name)
+            if removed:
+                self.metrics.retention_removed.labels(kind=kind.name).inc(removed)
 
     async def _publish(self, runs: list[JobRun]) -> None:
         if runs:

@@ -46,6 +46,7 @@ from onthedot.delivery import Deliverer
 from onthedot.domain.clock import Clock
 from onthedot.domain.delivery import InboxItem
 from onthedot.domain.errors import ActionError, BackendError, OnTheDotError
+from onthedot.domain.history import AttemptStatus
 from onthedot.domain.models import MAX_BACKOFF_SECONDS, Job, JobRun, RetryPolicy, RunStatus
 from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
@@ -64,6 +65,7 @@ TAKEOVER_MARGIN_SECONDS = 0.05  # a refused duplicate comes back this long after
 RECORD_RETRY_SECONDS = 300.0  # how long a result is retried against a failing store
 RECORD_RETRY_FIRST_SECONDS = 0.1  # first pause between two tries; doubles up to the next
 RECORD_RETRY_MAX_SECONDS = 5.0
+TAKEOVER_ATTEMPTS_READ = 1000  # attempts of a run read to tell a takeover (100 at most count)
 
 
 def backoff_seconds(policy: RetryPolicy, attempt: int, rng: random.Random | None = None) -> float:
@@ -212,6 +214,7 @@ class Worker:
             return
         held = self._heartbeats.hold(run.run_id, token, delivery, received_at)
         try:
+            await self._note_takeover(run)
             await self._attempt(run, token, delivery)
         except asyncio.CancelledError:
             await self._release(run, token, delivery)
@@ -242,6 +245,29 @@ class Worker:
             await self._retry(job, run, token, delivery, error)
         else:
             await self._finish_failed(run, token, delivery, error)
+
+    async def _note_takeover(self, run: JobRun) -> None:
+        """One WARNING line and ``runs_recovered{cause=lease_expired}`` when this claim replaced
+        an attempt whose worker died or froze. Only this claim knows it: it ended that attempt
+        as lost, in its own transaction, at its own time (``started_at``). An attempt the
+        rescuer ended (worker_and_message_lost) was ended at the run's ``enqueued_at``, and
+        the rescuer counted it. Only runs past their first attempt are read again."""
+        if run.attempt < 2 or run.started_at is None:
+            return
+        try:
+            attempts = await self.store.run_attempts(run.run_id, TAKEOVER_ATTEMPTS_READ)
+        except Exception as exc:  # a missing line must not cost the run
+            log.warning("run %s: could not read its attempts (%s)", run.run_id, exc)
+            return
+        replaced = [a for a in attempts if a.status is AttemptStatus.LOST
+                    and a.finished_at == run.started_at
+                    and (run.enqueued_at is None or run.enqueued_at < run.started_at)]
+        if replaced:
+            self.metrics.runs_recovered.labels(cause="lease_expired").inc()
+            log.warning("run %s of job %s: attempt %d lost its worker (its lease expired); "
+                        "attempt %d runs the action again", run.run_id, run.job_id,
+                        replaced[-1].attempt, run.attempt,
+                        extra={**run_fields(run), "cause": "lease_expired"})
 
     async def _refused(self, delivery: Delivery, run_id: str) -> None:
         current = await self.store.run_get(run_id)
@@ -292,10 +318,12 @@ class Worker:
         self._heartbeats.recording(run.run_id, token)
         try:
             if await self.store.run_release(run.run_id, token, self.clock.now()):
+                # Counted once released: the action was cut off part-way and starts again.
+                self.metrics.runs_recovered.labels(cause="worker_shutdown").inc()
                 await self.queue.nack(delivery, 0)
-                log.info("run %s of job %s: attempt %d interrupted by shutdown; handed back "
-                         "to the queue", run.run_id, run.job_id, run.attempt,
-                         extra=run_fields(run))
+                log.warning("run %s of job %s: attempt %d interrupted by shutdown; handed back "
+                            "to the queue, the action runs again", run.run_id, run.job_id,
+                            run.attempt, extra={**run_fields(run), "cause": "worker_shutdown"})
         except Exception:
             log.warning("could not release run %s; it returns after its lease", run.run_id,
                         exc_info=True)

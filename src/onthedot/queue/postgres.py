@@ -3,7 +3,7 @@
 The same semantics as the SQLite table queue (queue/table.py), with PostgreSQL doing the
 concurrency work. A message, as the ``queue_messages`` row sees it::
 
-    send ──> WAITING (visible_at <= now, receipt NULL)
+    send ──> WAITING (visible_at <= now, receipt NULL), a row of its own per send (seq)
                │ receive: FOR UPDATE SKIP LOCKED, receipt = next number of queue_receipts,
                v          visible_at = now + visibility timeout, delivery_count + 1
              IN FLIGHT (visible_at = the visibility deadline)

@@ -20,8 +20,10 @@ Same semantics as the SQLite store, with PostgreSQL doing the concurrency work:
 * Inserting or reviving a PENDING run that is due within ``NOTIFY_HORIZON`` sends a NOTIFY in
   the same transaction; ``due_notice_wait`` LISTENs on a dedicated connection.
 
-Driver errors that mean "the database is not answering" (psycopg ``OperationalError``, a pool
-timeout, a closed connection) become ``BackendError`` with the driver error as cause. The pool
+Driver errors that mean "the database is not answering" (a lost connection: SQLSTATE class 08,
+a closed connection, a pool timeout) become ``BackendError`` with the driver error as cause; a
+statement the server refused for a reason of the moment (deadlock, serialization failure, lock
+or statement timeout) becomes its subclass ``StatementRefusedError`` (db/pgpool.py). The pool
 checks each connection before handing it out and reconnects in the background, so the store
 survives a PostgreSQL restart: calls fail with BackendError while it is down, then work again.
 """
@@ -155,8 +157,6 @@ PARTITION_LOCK_TIMEOUT = "200ms"
 # transaction appends at most this many events: a claim takes at most this many runs per call.
 MAX_EVENTS_PER_TRANSACTION = 65_535
 
-# Errors meaning "the database did not answer"; others (constraint violations, bad SQL) are bugs
-# and propagate unchanged.
 # Partition DDL that did not get its locks: left for the next maintenance.
 _LOCK_REFUSED = (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected)
 

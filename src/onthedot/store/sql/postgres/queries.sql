@@ -651,13 +651,16 @@ ALTER TABLE job_runs ATTACH PARTITION {partition} FOR VALUES FROM ({lo}) TO ({hi
 -- name: partition_has_kept_runs
 -- The retention rule (docs/reliability.md, "Nothing is kept for ever"), the negation of
 -- prune_runs' condition: a run is kept while open, or until it finished (or was dead-lettered)
--- before %(keep_from)s, the earlier of now - retention and the oldest unread run event. Three
--- probes, each by an index (job_runs_finished for the times) rather than one scan with OR.
-SELECT EXISTS (
-           SELECT 1 FROM {partition}
-           WHERE status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING'))
-       OR EXISTS (SELECT 1 FROM {partition} WHERE finished_at >= %(keep_from)s)
-       OR EXISTS (SELECT 1 FROM {partition} WHERE finished_at IS NULL) AS kept
+-- before %(keep_from)s, the earlier of now - retention and the oldest unread run event. One
+-- probe per partial index (job_runs_due, _enqueued, _lease, _retry, _finished), so a day of old
+-- history is checked without reading its rows.
+SELECT EXISTS (SELECT 1 FROM {partition} WHERE status = 'PENDING')
+       OR EXISTS (SELECT 1 FROM {partition} WHERE status = 'ENQUEUED')
+       OR EXISTS (SELECT 1 FROM {partition} WHERE status = 'RUNNING')
+       OR EXISTS (SELECT 1 FROM {partition} WHERE status = 'RETRYING')
+       OR EXISTS (SELECT 1 FROM {partition}
+                  WHERE status IN ('SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED')
+                    AND (finished_at >= %(keep_from)s OR finished_at IS NULL)) AS kept
 
 -- name: partition_detach
 ALTER TABLE job_runs DETACH PARTITION {partition}

@@ -4,8 +4,9 @@ share a transaction, each caller gets its own row, and one refused statement fai
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import psycopg
@@ -13,7 +14,7 @@ import pytest
 
 from onthedot.db.pggroup import StatementGroups
 from onthedot.db.pgpool import Conn, LazyPool
-from onthedot.domain.errors import BackendError
+from onthedot.domain.errors import BackendError, StatementRefusedError
 
 from .conftest import PG_DSN
 
@@ -92,3 +93,130 @@ async def test_an_unavailable_database_fails_every_caller_with_backend_error() -
     finally:
         await dead.close()
     assert all(isinstance(r, BackendError) for r in results), results
+
+
+# --- conflicts are not unavailability (issue 18 §1.5) -------------------------------------------
+
+BUMP = "UPDATE items SET n = n + 1 WHERE k = %(k)s RETURNING k, n"
+KEYS = [f"k{i}" for i in range(5)]
+SOON = 20.0  # seconds: generous bound for something a healthy server does at once
+
+
+def session_pool(schema: str, setting: str, value: str) -> LazyPool:
+    """A pool on ``schema`` whose sessions all have one setting (lock_timeout, ...)."""
+
+    async def configure(conn: Conn) -> None:
+        await conn.execute("SELECT set_config(%s, %s, false)", (setting, value))
+
+    return LazyPool(PG_DSN, schema=schema, role="test", pool_min=1, pool_max=4,
+                    timeout_seconds=5, configure=configure)
+
+
+async def rows_of(pool: CountingPool) -> dict[str, int]:
+    async with pool.pool.connection() as conn:
+        cur = await conn.execute("SELECT k, n FROM items ORDER BY k")
+        return {r["k"]: r["n"] for r in await cur.fetchall()}
+
+
+async def until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
+    deadline = time.monotonic() + SOON
+    while not await condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.005)
+
+
+async def group_waits_on_a_lock(schema: str) -> bool:
+    """Whether a session of the groups' pool is waiting for a row lock right now."""
+    async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+            " AND wait_event_type = 'Lock'", (f"onthedot/{schema}/test",))
+        row = await cur.fetchone()
+    return row is not None and row[0] > 0
+
+
+async def group_does_not_wait(schema: str) -> bool:
+    return not await group_waits_on_a_lock(schema)
+
+
+@pytest.fixture
+async def seeded(pool: CountingPool) -> CountingPool:
+    async with pool.pool.connection() as conn:
+        for k in KEYS:
+            await conn.execute("INSERT INTO items (k, n) VALUES (%s, 0)", (k,))
+    return pool
+
+
+async def test_a_lock_timeout_fails_only_its_statement_not_the_group(
+        seeded: CountingPool) -> None:
+    """Another session holds one row for ever; the groups' sessions have a lock_timeout
+    (55P03). Only the caller of that row fails, with StatementRefusedError (not "unavailable"),
+    after its bounded retries; the rest of its group is written."""
+    schema = seeded.pool.schema
+    timed = session_pool(schema, "lock_timeout", "150ms")
+    groups = StatementGroups(timed.connection)
+    async with await psycopg.AsyncConnection.connect(PG_DSN) as holder:
+        await holder.execute(f"SELECT 1 FROM {schema}.items WHERE k = 'k2' FOR UPDATE")
+        try:
+            results = await asyncio.gather(*(groups.one(k, BUMP, {"k": k}) for k in KEYS),
+                                           return_exceptions=True)
+        finally:
+            await holder.rollback()
+            await timed.close()
+    refused = results[2]
+    assert isinstance(refused, StatementRefusedError), results
+    assert isinstance(refused.__cause__, psycopg.errors.LockNotAvailable)
+    assert [r["n"] if isinstance(r, dict) else None for r in results] == [1, 1, None, 1, 1]
+    assert await rows_of(seeded) == {"k0": 1, "k1": 1, "k2": 0, "k3": 1, "k4": 1}
+
+
+async def test_a_statement_that_lost_a_lock_timeout_is_tried_again(seeded: CountingPool) -> None:
+    """The row is released after the statement's first wait timed out: its retry succeeds, so
+    every caller of the group gets its row."""
+    schema = seeded.pool.schema
+    timed = session_pool(schema, "lock_timeout", "300ms")
+    groups = StatementGroups(timed.connection)
+    async with await psycopg.AsyncConnection.connect(PG_DSN) as holder:
+        await holder.execute(f"SELECT 1 FROM {schema}.items WHERE k = 'k2' FOR UPDATE")
+        calls = asyncio.gather(*(groups.one(k, BUMP, {"k": k}) for k in KEYS),
+                               return_exceptions=True)
+        try:
+            await until(lambda: group_waits_on_a_lock(schema), "the group to wait")
+            await until(lambda: group_does_not_wait(schema), "its lock timeout")
+            await until(lambda: group_waits_on_a_lock(schema), "the statement's retry")
+        finally:
+            await holder.rollback()
+        try:
+            results = await calls
+        finally:
+            await timed.close()
+    assert [r["n"] if isinstance(r, dict) else r for r in results] == [1, 1, 1, 1, 1]
+    assert await rows_of(seeded) == dict.fromkeys(KEYS, 1)
+
+
+async def test_a_deadlock_inside_a_group_fails_no_caller(seeded: CountingPool) -> None:
+    """A real deadlock (40P01): another transaction holds k3 and then asks for k1 while the
+    group, which runs in key order, holds k1 and waits for k3. The group's session is the one
+    PostgreSQL aborts (its deadlock_timeout is the shorter); its statements then run one by
+    one and all succeed once the other transaction committed."""
+    schema = seeded.pool.schema
+    short = session_pool(schema, "deadlock_timeout", "200ms")
+    groups = StatementGroups(short.connection)
+    async with await psycopg.AsyncConnection.connect(PG_DSN) as other:
+        await other.execute("SET deadlock_timeout = '30s'")
+        await other.execute(f"UPDATE {schema}.items SET n = n + 10 WHERE k = 'k3'")
+        calls = asyncio.gather(*(groups.one(k, BUMP, {"k": k}) for k in KEYS),
+                               return_exceptions=True)
+        try:
+            await until(lambda: group_waits_on_a_lock(schema), "the group to wait for k3")
+            # Blocks until the group is aborted by the deadlock detector and rolled back.
+            await other.execute(f"UPDATE {schema}.items SET n = n + 10 WHERE k = 'k1'")
+            await other.commit()
+        finally:
+            await other.rollback()
+        try:
+            results = await calls
+        finally:
+            await short.close()
+    assert all(isinstance(r, dict) for r in results), results
+    assert await rows_of(seeded) == {"k0": 1, "k1": 11, "k2": 1, "k3": 11, "k4": 1}

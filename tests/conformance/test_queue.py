@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import socket
+import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -139,20 +140,59 @@ async def test_waiting_receiver_gets_a_message_sent_meanwhile(backend: Factory) 
     assert [d.message_id for d in got] == ["run-1"]
 
 
-async def test_duplicate_send_collapses(queue: Queue) -> None:
+async def test_every_send_is_one_publication(queue: Queue) -> None:
+    """A message is one publication: sending an id (and body) again, or twice in a batch, is
+    delivered again rather than merged into the first (issue 18 §1.4)."""
     await queue.send("run-1", b"x")
     await queue.send("run-1", b"x")
-    await queue.send_many([("run-1", b"x"), ("run-2", b"y"), ("run-2", b"y")])
-    assert await queue.depth() == 2
-
-    got = await queue.receive(10, VISIBILITY, wait_seconds=SOON)
-    assert sorted(d.message_id for d in got) == ["run-1", "run-2"]
-    # Sending again while it is in flight collapses too.
-    await queue.send("run-1", b"x")
-    assert await queue.depth() == 2
+    await queue.send_many([("run-2", b"y"), ("run-2", b"y")])
+    got: list[Delivery] = []
+    for _ in range(4):
+        got.append(await receive_one(queue))
+    assert sorted(d.message_id for d in got) == ["run-1", "run-1", "run-2", "run-2"]
+    assert len({d.receipt for d in got}) == 4
     for d in got:
-        assert await queue.ack(d)
+        assert await queue.ack(d) is True
     assert await queue.receive(10, VISIBILITY, wait_seconds=0.3) == []
+    assert await queue.depth() == 0
+
+
+@pytest.mark.parametrize("settle", ["ack", "nack_delayed", "nack", "dead_letter"])
+async def test_settling_one_delivery_leaves_a_later_publication_of_the_same_id(
+        queue: Queue, settle: str) -> None:
+    """The retry of a run is published (same id, maybe the same body) before the worker acks
+    the previous attempt's message: the ack, nack or dead letter of that delivery must neither
+    delete nor delay the new publication (the table queues merged them and the run waited
+    ENQUEUED without a message until the rescuer's republish)."""
+    await queue.send("run-1", b"same")
+    first = await receive_one(queue)
+    await queue.send("run-1", b"same")  # the retry, while the first delivery is held
+
+    if settle == "ack":
+        assert await queue.ack(first) is True
+    elif settle == "nack_delayed":
+        assert await queue.nack(first, 600) is True
+    elif settle == "nack":
+        assert await queue.nack(first, 0) is True
+    else:
+        assert await queue.dead_letter(first, "gave up") is True
+
+    second = await receive_one(queue, within=VISIBILITY / 2 + SOON)
+    assert (second.message_id, second.body) == ("run-1", b"same")
+    assert second.receipt != first.receipt
+    assert await queue.ack(second) is True
+
+
+async def test_a_publication_after_a_delayed_nack_is_not_delayed(queue: Queue) -> None:
+    await queue.send("run-1", b"same")
+    first = await receive_one(queue)
+    assert await queue.nack(first, 600) is True
+    await queue.send("run-1", b"same")
+    second = await receive_one(queue, within=SOON)
+    assert second.message_id == "run-1"
+    assert second.delivery_count == 1  # the new publication, not the nacked message
+    assert await queue.ack(second) is True
+    assert await queue.live(["run-1"]) == {"run-1"}  # the nacked one still waits its delay
 
 
 async def test_a_new_publication_of_an_id_is_delivered_even_inside_the_dedupe_window(
@@ -517,3 +557,35 @@ async def _opened(queue: NatsQueue) -> bool:
     except BackendError:
         return False
     return True
+
+
+async def test_table_queue_upgrades_a_file_keyed_by_message_id(tmp_path: Path) -> None:
+    """A SQLite file from before one row per publication (message_id was the primary key) is
+    rebuilt by open(), keeping its waiting messages; then a second publication of an id that
+    is in flight gets a row of its own."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE queue_messages (message_id TEXT PRIMARY KEY, body BLOB NOT NULL,
+            visible_at TEXT NOT NULL, delivery_count INTEGER NOT NULL DEFAULT 0
+            CHECK (delivery_count >= 0), receipt TEXT, sent_at TEXT NOT NULL);
+        CREATE INDEX queue_messages_visible ON queue_messages (visible_at);
+        INSERT INTO queue_messages (message_id, body, visible_at, sent_at)
+        VALUES ('run-old', x'6f6c64', '2000-01-01T00:00:00.000000Z',
+                '2000-01-01T00:00:00.000000Z');
+    """)
+    conn.close()
+    queue = TableQueue(f"sqlite:///{path}")
+    await queue.open()
+    try:
+        old = await receive_one(queue)
+        assert (old.message_id, old.body) == ("run-old", b"old")
+        await queue.send("run-old", b"old")
+        assert await queue.ack(old) is True
+        again = await receive_one(queue)
+        assert again.message_id == "run-old"
+        assert again.delivery_count == 1
+        await queue.open()  # a second open finds nothing to rebuild
+        assert await queue.depth() == 1
+    finally:
+        await queue.close()

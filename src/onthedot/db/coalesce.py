@@ -6,11 +6,13 @@ together, up to ``max_items`` at a time. Batches therefore grow with the load, a
 of each call stays about one write. Each caller is answered only once the write that holds its
 item has ended.
 
-Errors stay with their item. When the database is unavailable (``BackendError``) every caller
-of the flush gets that error, as each would have alone. When the shared write fails for any
-other reason, each item is written again on its own, so one item the database refuses fails
-one caller. Used by the job group commit (store/group_commit.py) and the PostgreSQL statement
-groups (db/pggroup.py).
+Errors stay with their item. When the database is unavailable (``BackendError``, but not its
+``StatementRefusedError``: a deadlock or a lock timeout is not unavailability) every caller of
+the flush gets that error, as each would have alone. When the shared write fails for any other
+reason, each item is written again on its own, so one item the database refuses fails one
+caller; a lone item refused for a reason of the moment (``StatementRefusedError``) is written
+again on its own too, where ``write_one`` may retry it. Used by the job group commit
+(store/group_commit.py) and the PostgreSQL statement groups (db/pggroup.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
-from onthedot.domain.errors import BackendError
+from onthedot.domain.errors import BackendError, StatementRefusedError
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +70,12 @@ class Coalescer(Generic[I, R]):
     async def _flush(self, batch: list[tuple[I, asyncio.Future[R]]]) -> None:
         try:
             results = await self._write_many([item for item, _ in batch])
-        except BackendError as exc:
-            for _item, future in batch:
-                _fail(future, exc)
-            return
         except Exception as exc:
-            if len(batch) == 1:
+            if isinstance(exc, BackendError) and not isinstance(exc, StatementRefusedError):
+                for _item, future in batch:  # unavailable: alone, each would fail the same
+                    _fail(future, exc)
+                return
+            if len(batch) == 1 and not isinstance(exc, StatementRefusedError):
                 _fail(batch[0][1], exc)
                 return
             log.warning("a group of %d %s failed (%s); writing each on its own",

@@ -16,14 +16,20 @@ statements that arrive meanwhile go together in the next flush.
 Each statement keeps its own guard (a compare-and-set on the run's status and lease token), so
 grouping changes no outcome: two statements on one run in one group see each other in order, as
 two transactions would. Statements run in the order of their keys (run ids) so two groups
-touching the same runs lock them in the same order. When the database is unavailable every
-waiter gets the ``BackendError`` it would have got alone (and the worker retries it); when the
-shared transaction fails for any other reason, each statement runs again on its own, so one
-refused statement fails one caller.
+touching the same runs lock them in the same order. When the database is unavailable (the
+connection is lost: SQLSTATE class 08, a closed connection, a pool timeout) every waiter gets
+the ``BackendError`` it would have got alone (and the worker retries it). When the shared
+transaction fails for any other reason -- a deadlock with another transaction, a serialization
+failure, a lock or statement timeout, a refused statement -- each statement runs again on its
+own, so the others of the group succeed; a statement that lost such a conflict is tried again
+up to ``CONFLICT_ATTEMPTS`` times before its caller gets the ``StatementRefusedError``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import random
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -33,9 +39,14 @@ from psycopg import AsyncConnection
 from psycopg.rows import DictRow
 
 from onthedot.db.coalesce import Coalescer
+from onthedot.db.pgpool import conflict
+from onthedot.domain.errors import StatementRefusedError
 
 Conn = AsyncConnection[DictRow]
+log = logging.getLogger(__name__)
 MAX_STATEMENTS = 256  # in one flush: a transaction short enough to hold its row locks briefly
+CONFLICT_ATTEMPTS = 4  # runs of one statement that keeps losing a conflict, then its error
+CONFLICT_PAUSE_SECONDS = 0.02  # before trying again (with jitter up to twice as long)
 
 
 @dataclass(frozen=True)
@@ -71,5 +82,18 @@ class StatementGroups:
             return [await cursors[i].fetchone() for i in range(len(statements))]
 
     async def _run_alone(self, statement: _Statement) -> DictRow | None:
-        (row,) = await self._run([statement])
-        return row
+        """One statement in its own transaction; one that lost a conflict (deadlock,
+        serialization failure, lock or statement timeout) is tried again, a few times: it was
+        rolled back, and its guard makes running it again as safe as running it once."""
+        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            try:
+                (row,) = await self._run([statement])
+            except StatementRefusedError as exc:
+                if attempt == CONFLICT_ATTEMPTS or not conflict(exc.__cause__):
+                    raise
+                log.info("statement on %s lost a conflict (%s); trying again",
+                         statement.key, type(exc.__cause__).__name__)
+                await asyncio.sleep(CONFLICT_PAUSE_SECONDS * (1 + random.random()))
+            else:
+                return row
+        raise AssertionError("unreachable")  # the loop returns or raises

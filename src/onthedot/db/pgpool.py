@@ -19,13 +19,22 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from onthedot.db.sqlfile import load_migrations
-from onthedot.domain.errors import BackendError, ConfigError
+from onthedot.domain.errors import BackendError, ConfigError, StatementRefusedError
 
 Conn = AsyncConnection[DictRow]
 IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most 63 bytes
-# Errors of a database that does not answer (or a connection that broke), as opposed to errors
-# of a statement.
+# Errors of the driver that are not bugs of a statement: a database that does not answer (or a
+# connection that broke), and a statement the server refused for a reason of the moment; they
+# become BackendError / StatementRefusedError (``backend_error``).
 UNAVAILABLE = (psycopg.OperationalError, psycopg.InterfaceError)
+# SQLSTATEs of a server that ends or refuses the session: class 08 (connection exception) and
+# the shutdown / "cannot connect now" codes of class 57P.
+_SESSION_LOST_STATES = ("57P01", "57P02", "57P03")
+# SQLSTATEs worth trying the statement again for: class 40 (transaction rollback: serialization
+# failure 40001, deadlock 40P01), lock not available (55P03), query canceled (57014: statement
+# or lock timeout, a cancel request).
+_CONFLICT_CLASSES = ("40",)
+_CONFLICT_STATES = ("55P03", "57014")
 RECENTLY_USED_SECONDS = 1.0  # a connection given back more recently is not pinged (_check)
 
 
@@ -37,6 +46,35 @@ def _has_input(conn: Conn) -> bool:
         return bool(poller.poll(0))
     except (OSError, ValueError, psycopg.OperationalError):
         return True  # no usable socket: let the ping find out
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether a driver error means the database or the connection is gone (what
+    "unavailable" means): a closed connection, a pool timeout, a failed connect (no SQLSTATE),
+    SQLSTATE class 08 or a server shutting down. A deadlock, a serialization failure or a lock
+    or statement timeout is the error of one statement, not unavailability."""
+    if isinstance(exc, psycopg.InterfaceError):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _SESSION_LOST_STATES
+
+
+def conflict(exc: BaseException | None) -> bool:
+    """Whether a refused statement lost to another transaction or a timeout, so that running it
+    again (in a new transaction) may succeed."""
+    state = getattr(exc, "sqlstate", None)
+    return isinstance(state, str) and (state[:2] in _CONFLICT_CLASSES
+                                       or state in _CONFLICT_STATES)
+
+
+def backend_error(exc: BaseException) -> BackendError:
+    """The project's error for a driver error of UNAVAILABLE (cause kept by the caller)."""
+    if connection_lost(exc):
+        return BackendError(f"PostgreSQL error: {exc}")
+    return StatementRefusedError(f"PostgreSQL refused the statement "
+                                 f"({getattr(exc, 'sqlstate', None)}): {exc}")
 
 
 async def set_session(conn: Conn, schema: str) -> None:
@@ -115,7 +153,7 @@ class LazyPool:
                 finally:
                     self._last_used[conn] = time.monotonic()
         except UNAVAILABLE as exc:
-            raise BackendError(f"PostgreSQL error: {exc}") from exc
+            raise backend_error(exc) from exc
 
     async def close(self) -> None:
         self.closed = True

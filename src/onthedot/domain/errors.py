@@ -102,6 +102,13 @@ class BackendError(OnTheDotError):
     http_status = 503
 
 
+class StatementRefusedError(BackendError):
+    """The database is up but refused one statement for a reason of the moment (a deadlock, a
+    serialization failure, a lock or statement timeout, a resource limit): other statements,
+    and this one tried again, may well succeed. Unlike its parent it does not mean that the
+    connection or the server is gone."""
+
+
 class ActionError(OnTheDotError):
     """An action attempt failed (non-2xx webhook, timeout, ...); the run is retried while it has
     attempts left, unless ``retryable`` is False (another attempt would fail the same way)."""

@@ -2,8 +2,11 @@
 
 Contract (every backend passes ``tests/conformance/test_queue.py``):
 
-* ``send``: the message id is the run id. Sending an id that is already waiting or in flight
-  collapses into the existing message (publishing is at-least-once; duplicates are harmless).
+* ``send``: the message id is the run id. Every send is one publication, delivered at least once
+  whatever else the queue holds for that id: sending an id that is already waiting or in flight
+  adds a message, and acking, nacking or dead-lettering one delivery never deletes or delays
+  another publication of the same id (a retry is often published before the previous attempt's
+  message is acked). Duplicates are harmless: the store's claim fences them.
 * ``receive``: hands out up to ``max_messages`` visible messages and hides each from every other
   receiver for ``visibility_timeout`` seconds. A receiver that neither acks, nacks nor extends
   in that time loses the message: it becomes visible again and is delivered to someone else with

@@ -10,9 +10,10 @@ Layout (``<prefix>`` is lower case, ``<PREFIX>`` its upper-case form)::
 Each run's messages have a subject of their own (``<id>`` is ``subject_token(run id)``). A work
 queue stream deletes a message when it is acked, so "does the run still have a live message"
 (waiting, in flight or waiting out a nak delay) is one last-by-subject lookup: ``live()``, which
-the rescuer asks before it publishes a run again. Nats-Msg-Id is the run id plus a digest of the
-body, and the body names the run's enqueue generation: resending the same publication inside the
-duplicate window collapses, a new publication of the run (after a retry or a rescue) does not.
+the rescuer asks before it publishes a run again. Every send is one publication: Nats-Msg-Id is
+the run id plus a random token drawn once per send, so the stream's duplicate window never drops
+a new publication of a run (a retry sent while the previous attempt's message is still held, with
+the same body) -- it only ever collapses a resend of that one publication.
 
 A delivery, as this process sees it::
 
@@ -42,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import re
@@ -145,9 +145,10 @@ def subject_token(message_id: str) -> str:
     return "".join(out) or "_"
 
 
-def dedupe_id(message_id: str, body: bytes) -> str:
-    """Nats-Msg-Id of one publication: the same id and body collapse inside the window."""
-    return f"{message_id}:{hashlib.blake2b(body, digest_size=8).hexdigest()}"
+def publication_id(message_id: str) -> str:
+    """Nats-Msg-Id of one publication, drawn once per send: two sends of a run are two messages
+    even with the same body and inside the duplicate window (issue 18 §1.4)."""
+    return f"{message_id}:{secrets.token_hex(8)}"
 
 
 def stream_names(prefix: str) -> tuple[str, str]:
@@ -330,9 +331,9 @@ class NatsQueue:
         await self.send_many([(message_id, body)])
 
     async def send_many(self, messages: list[tuple[str, bytes]]) -> None:
-        """Each message is acknowledged by the stream before this returns. A resend of the same
-        id and body inside the duplicate window collapses into the first copy (``dedupe_id``)."""
-        await self._gathered([self._publish_run(mid, dedupe_id(mid, body), body)
+        """Each message is acknowledged by the stream before this returns, and each is a
+        publication of its own (``publication_id``)."""
+        await self._gathered([self._publish_run(mid, publication_id(mid), body)
                               for mid, body in messages])
 
     async def _gathered(self, calls: list[Coroutine[Any, Any, T]]) -> list[T]:
@@ -367,7 +368,11 @@ class NatsQueue:
         js = self._need_js()
         with _driver_errors("message lookup"):
             try:
-                await js.get_msg(self.runs_stream, subject=self._run_subject(message_id))
+                # The first message of the subject, not the last: a server's last-by-subject
+                # lookup misses an older message (a nak-delayed publication) once the newest
+                # publication of the same run was acked.
+                await js.get_msg(self.runs_stream, seq=1, subject=self._run_subject(message_id),
+                                 next=True)
             except nats.js.errors.NotFoundError:
                 return False
         return True

@@ -3,7 +3,7 @@
 The same semantics as the SQLite table queue (queue/table.py), with PostgreSQL doing the
 concurrency work. A message, as the ``queue_messages`` row sees it::
 
-    send ──> WAITING (visible_at <= now, receipt NULL)
+    send ──> WAITING (visible_at <= now, receipt NULL), a row of its own per send (seq)
                │ receive: FOR UPDATE SKIP LOCKED, receipt = next number of queue_receipts,
                v          visible_at = now + visibility timeout, delivery_count + 1
              IN FLIGHT (visible_at = the visibility deadline)
@@ -28,7 +28,8 @@ concurrency work. A message, as the ``queue_messages`` row sees it::
 * The tables are created by the queue's own numbered migrations (``sql/postgres_migrations``,
   recorded in ``queue_migrations``), applied by ``open()`` under an advisory lock.
 
-Driver errors meaning "the database did not answer" become ``BackendError``, as in the store.
+Driver errors meaning "the database did not answer" become ``BackendError``, and a statement
+refused for a reason of the moment its subclass ``StatementRefusedError``, as in the store.
 """
 
 from __future__ import annotations
@@ -57,10 +58,6 @@ POLL_SECONDS = 1.0  # fallback: an idle receive looks again at least this often
 MIN_PAUSE_SECONDS = 0.01  # a visible row another receiver was taking: look again this soon
 RELISTEN_SECONDS = 1.0  # after the LISTEN connection broke, before connecting again
 POOL_TIMEOUT_SECONDS = 10.0  # wait for a pooled connection, then BackendError
-
-# Errors meaning "the database did not answer"; others (bad SQL, constraint violations) are
-# bugs and propagate unchanged.
-
 
 
 def channel_name(schema: str) -> str:

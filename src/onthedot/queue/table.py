@@ -1,5 +1,9 @@
 """The embedded default queue: a table in the store's own SQLite file.
 
+Each send is one publication with a row of its own (``seq``), even when a message of the same
+id is waiting or in flight: the retry of a run published before the previous attempt's message
+was acked must survive that ack.
+
 Receiving takes SQLite's write lock (BEGIN IMMEDIATE) and flips ``visible_at`` forward with a new
 receipt, so a message is handed to one receiver at a time; every later ack, nack or extend is
 guarded by that receipt, so a receiver whose visibility expired can no longer touch it.
@@ -32,7 +36,15 @@ class TableQueue:
 
     async def open(self) -> None:
         def ddl(c: sqlite3.Connection) -> None:
-            for name in ("create_messages", "create_visible_index", "create_dead_letters"):
+            keyed_by_id = c.execute(Q["messages_keyed_by_id"]).fetchone() is not None
+            if keyed_by_id:  # rebuilt once, in this write transaction, messages kept
+                c.execute(Q["messages_rename_old"])
+            c.execute(Q["create_messages"])
+            if keyed_by_id:
+                c.execute(Q["messages_copy_old"])
+                c.execute(Q["messages_drop_old"])
+            for name in ("create_visible_index", "create_message_id_index",
+                         "create_dead_letters"):
                 c.execute(Q[name])
 
         await self._db.write(ddl)
@@ -75,11 +87,11 @@ class TableQueue:
         }
 
         def tx(c: sqlite3.Connection) -> list[Delivery]:
-            ids = c.execute(Q["visible"], {"now": params["now"], "limit": max_messages}).fetchall()
+            seqs = c.execute(Q["visible"], {"now": params["now"], "limit": max_messages})
             taken = []
-            for row in ids:
+            for row in seqs.fetchall():
                 got = c.execute(Q["take"], {
-                    **params, "message_id": row["message_id"], "receipt": secrets.token_hex(8),
+                    **params, "seq": row["seq"], "receipt": secrets.token_hex(8),
                 }).fetchone()
                 if got is not None:
                     taken.append(Delivery(message_id=got["message_id"], body=bytes(got["body"]),

@@ -20,8 +20,10 @@ Same semantics as the SQLite store, with PostgreSQL doing the concurrency work:
 * Inserting or reviving a PENDING run that is due within ``NOTIFY_HORIZON`` sends a NOTIFY in
   the same transaction; ``due_notice_wait`` LISTENs on a dedicated connection.
 
-Driver errors that mean "the database is not answering" (psycopg ``OperationalError``, a pool
-timeout, a closed connection) become ``BackendError`` with the driver error as cause. The pool
+Driver errors that mean "the database is not answering" (a lost connection: SQLSTATE class 08,
+a closed connection, a pool timeout) become ``BackendError`` with the driver error as cause; a
+statement the server refused for a reason of the moment (deadlock, serialization failure, lock
+or statement timeout) becomes its subclass ``StatementRefusedError`` (db/pgpool.py). The pool
 checks each connection before handing it out and reconnects in the background, so the store
 survives a PostgreSQL restart: calls fail with BackendError while it is down, then work again.
 """
@@ -155,8 +157,6 @@ PARTITION_LOCK_TIMEOUT = "200ms"
 # transaction appends at most this many events: a claim takes at most this many runs per call.
 MAX_EVENTS_PER_TRANSACTION = 65_535
 
-# Errors meaning "the database did not answer"; others (constraint violations, bad SQL) are bugs
-# and propagate unchanged.
 # Partition DDL that did not get its locks: left for the next maintenance.
 _LOCK_REFUSED = (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected)
 
@@ -266,8 +266,13 @@ class PostgresStore(SharedReads):
           ``partition_far_months`` months, so far-future runs stay out of the default
           partition that every new top-level partition must scan;
         * partitions that ended before now - ``retention_days`` are dropped, except one still
-          holding an open run (PENDING, ENQUEUED, RUNNING, RETRYING): runs missed during a long
-          outage must still be found by the watchers; a month goes once its days are gone.
+          holding a run the retention rule keeps (docs/reliability.md, "Nothing is kept for
+          ever"; ``_runs_kept_from``): an open run (runs missed during a long outage must still
+          be found by the watchers), one that finished -- or was dead-lettered -- within the
+          retention, or one whose run event a consumer has not applied yet. A partition is
+          dropped whole or not at all; the rows such a partition may lose go one by one by
+          ``prune``, and the partition at a later maintenance. A month goes once its days are
+          gone.
 
         Each change is one transaction; one whose locks are not granted within
         PARTITION_LOCK_TIMEOUT is left for the next call."""
@@ -296,13 +301,31 @@ class PostgresStore(SharedReads):
                 await self._partition_step(month_name(start),
                                            partial(self._month_create, start))
         cutoff = now - timedelta(days=self.retention_days)
-        for old in sorted(layout.days):
-            if start_of(old) + DAY <= cutoff:
-                await self._partition_step(day_name(old), partial(self._day_drop, old))
-        for month in sorted(layout.months.values(), key=lambda m: m.start):
-            if start_of(month.end) <= cutoff:
-                await self._partition_step(month_name(month.start),
-                                           partial(self._month_drop, month.start))
+        old_days = [old for old in sorted(layout.days) if start_of(old) + DAY <= cutoff]
+        old_months = [m.start for m in sorted(layout.months.values(), key=lambda m: m.start)
+                      if start_of(m.end) <= cutoff]
+        if not old_days and not old_months:
+            return
+        # Read once: a run that finishes after this read has finished_at >= now >= keep_from.
+        async with self._conn() as conn:
+            keep_from = await self._runs_kept_from(conn, cutoff)
+        for old in old_days:
+            await self._partition_step(day_name(old), partial(self._day_drop, old, keep_from))
+        for start in old_months:
+            await self._partition_step(month_name(start),
+                                       partial(self._month_drop, start, keep_from))
+
+    async def _runs_kept_from(self, conn: Conn, before: datetime) -> datetime:
+        """The retention rule's line for finished runs, shared by ``prune`` and the partition
+        drops: a finished run may go only if it finished before ``before`` and before the
+        oldest run event some consumer has not applied yet (so the run of every unread event,
+        which the recurring watcher still has to decide on, stays)."""
+        cur = await conn.execute(Q["prune_cursor_floor"])
+        floor = await cur.fetchone()
+        position = 0 if floor is None else int(floor["position"])
+        cur = await conn.execute(Q["oldest_unread_event"], {"position": position})
+        unread = await cur.fetchone()
+        return before if unread is None else min(before, unread["emitted_at"])
 
     async def _partition_layout(self, conn: Conn | None = None) -> Layout:
         if conn is None:
@@ -395,28 +418,31 @@ class PostgresStore(SharedReads):
         await conn.execute(_ddl("month_day_create", **_month_parts(month.start),
                                 **_day_parts(day)))
 
-    async def _day_drop(self, day: date, conn: Conn) -> None:
+    async def _day_drop(self, day: date, keep_from: datetime, conn: Conn) -> None:
         if day not in (await self._partition_layout(conn)).days:
             return
-        await self._leaf_drop_unless_open(conn, day_name(day))
+        await self._leaf_drop_unless_kept(conn, day_name(day), keep_from)
 
-    async def _month_drop(self, start: date, conn: Conn) -> None:
+    async def _month_drop(self, start: date, keep_from: datetime, conn: Conn) -> None:
         """A month past retention goes once it has no days left (they go one by one first);
         a month never split goes with its leaf."""
         month = (await self._partition_layout(conn)).months.get(start)
         if month is None or month.days:
             return
-        if month.unsplit and not await self._leaf_drop_unless_open(
-                conn, unsplit_name(start)):
+        if month.unsplit and not await self._leaf_drop_unless_kept(
+                conn, unsplit_name(start), keep_from):
             return
         await conn.execute(_ddl("partition_drop", partition=_month_parts(start)["month"]))
 
-    async def _leaf_drop_unless_open(self, conn: Conn, name: str) -> bool:
+    async def _leaf_drop_unless_kept(self, conn: Conn, name: str, keep_from: datetime) -> bool:
         partition = sql.Identifier(name)
-        cur = await conn.execute(_ddl("partition_has_open_runs", partition=partition))
+        cur = await conn.execute(_ddl("partition_has_kept_runs", partition=partition),
+                                 {"keep_from": keep_from})
         row = await cur.fetchone()
-        if row is not None and row["open"]:
-            log.warning("partition %s is past retention but holds open runs; kept", name)
+        if row is not None and row["kept"]:
+            log.info("partition %s is past retention but holds runs the retention rule keeps "
+                     "(open, finished or dead-lettered since %s, or with an unread event); "
+                     "kept", name, keep_from.isoformat())
             return False
         # Dropped while attached: DETACH would first give it a foreign key of its own, which
         # takes locks on jobs; DROP needs only its parent (job_runs, or its month).
@@ -660,17 +686,16 @@ class PostgresStore(SharedReads):
             cur = await conn.execute(Q["prune_cursor_floor"])
             floor = await cur.fetchone()
             position = 0 if floor is None else int(floor["position"])
-            cur = await conn.execute(Q["oldest_unread_event"], {"position": position})
-            unread = await cur.fetchone()
-            runs_before = (prune.before if unread is None
-                           else min(prune.before, unread["emitted_at"]))
+            runs_before = await self._runs_kept_from(conn, prune.before)
             params = {"before": prune.before, "limit": prune.limit}
             events = (await conn.execute(Q["prune_events"],
                                          {**params, "position": position})).rowcount
             runs = (await conn.execute(Q["prune_runs"],
                                        {**params, "before": runs_before})).rowcount
             jobs = 0
-            for row in await (await conn.execute(Q["prunable_jobs"], params)).fetchall():
+            for row in await (await conn.execute(Q["prunable_jobs"],
+                                                 {**params, "keep_from": runs_before})
+                              ).fetchall():
                 job = {"job_id": row["job_id"]}
                 runs += (await conn.execute(Q["job_runs_delete"], job)).rowcount
                 await conn.execute(Q["job_feed_state_delete"], job)

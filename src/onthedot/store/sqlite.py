@@ -357,7 +357,8 @@ class SqliteStore(SharedReads):
             events = c.execute(Q["prune_events"], {**params, "position": position}).rowcount
             runs = c.execute(Q["prune_runs"], {**params, "before": runs_before}).rowcount
             jobs = 0
-            for row in c.execute(Q["prunable_jobs"], params).fetchall():
+            kept = {**params, "keep_from": runs_before}
+            for row in c.execute(Q["prunable_jobs"], kept).fetchall():
                 runs += c.execute(Q["job_runs_delete"], {"job_id": row["job_id"]}).rowcount
                 c.execute(Q["job_feed_state_delete"], {"job_id": row["job_id"]})
                 c.execute(Q["job_changes_delete"], {"job_id": row["job_id"]})

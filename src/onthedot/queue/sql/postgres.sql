@@ -22,13 +22,15 @@ SELECT version FROM queue_migrations
 INSERT INTO queue_migrations (version) VALUES (%(version)s)
 
 -- name: send
--- One statement for a whole batch: an id already waiting or in flight (or twice in the batch)
--- collapses into the first. NOTIFY is sent only when a row was inserted, and only at commit.
+-- One statement for a whole batch, one row per message: a send is one publication, even when
+-- the id is already waiting or in flight (its ack must not take the new one along). NOTIFY is
+-- sent only when a row was inserted, and only at commit.
 WITH sent AS (
     INSERT INTO queue_messages (message_id, body, visible_at, sent_at)
     SELECT m.message_id, m.body, %(now)s, %(now)s
-    FROM unnest(%(message_ids)s::text[], %(bodies)s::bytea[]) AS m (message_id, body)
-    ON CONFLICT (message_id) DO NOTHING
+    FROM unnest(%(message_ids)s::text[], %(bodies)s::bytea[]) WITH ORDINALITY
+         AS m (message_id, body, n)
+    ORDER BY m.n
     RETURNING message_id
 )
 SELECT count(*) AS sent, CASE WHEN count(*) > 0 THEN pg_notify(%(channel)s, '') END AS woke
@@ -49,7 +51,7 @@ WITH picked AS (
     SET visible_at = %(invisible_until)s, delivery_count = m.delivery_count + 1,
         receipt = nextval('queue_receipts')
     FROM picked
-    WHERE m.message_id = picked.message_id AND m.visible_at <= %(now)s
+    WHERE m.seq = picked.seq AND m.visible_at <= %(now)s
     RETURNING m.message_id, m.body, m.delivery_count, m.receipt,
               picked.visible_at AS was_visible_at, picked.seq
 )
@@ -96,15 +98,14 @@ SELECT message_id, body, reason, dead_at FROM queue_dead_letters
 ORDER BY dead_at DESC, message_id DESC LIMIT %(limit)s
 
 -- name: redrive
--- Back to the main queue as a new message (delivery count from 0). If the id has a message
--- again already (the run was published anew meanwhile), that one stands and the entry goes.
+-- Back to the main queue as a new publication (delivery count from 0), beside any message the
+-- run was given meanwhile (duplicates are fenced by the store's claim).
 WITH back AS (
     DELETE FROM queue_dead_letters WHERE message_id = %(message_id)s
     RETURNING message_id, body
 ), sent AS (
     INSERT INTO queue_messages (message_id, body, visible_at, sent_at)
     SELECT message_id, body, %(now)s, %(now)s FROM back
-    ON CONFLICT (message_id) DO NOTHING
     RETURNING message_id
 )
 SELECT message_id, CASE WHEN EXISTS (SELECT 1 FROM sent) THEN pg_notify(%(channel)s, '') END
@@ -112,7 +113,7 @@ SELECT message_id, CASE WHEN EXISTS (SELECT 1 FROM sent) THEN pg_notify(%(channe
 FROM back
 
 -- name: live
-SELECT message_id FROM queue_messages WHERE message_id = ANY(%(message_ids)s::text[])
+SELECT DISTINCT message_id FROM queue_messages WHERE message_id = ANY(%(message_ids)s::text[])
 
 -- name: prune_dead_letters
 DELETE FROM queue_dead_letters WHERE dead_at < %(before)s

@@ -2,8 +2,11 @@
 -- queue role: they know message ids and bodies, never job semantics.
 
 -- name: create_messages
+-- One row per publication (issue 18 §1.4): a run sent again while its previous message is in
+-- flight gets a row of its own, so settling the old delivery never touches the new one.
 CREATE TABLE IF NOT EXISTS queue_messages (
-    message_id     TEXT PRIMARY KEY,
+    seq            INTEGER PRIMARY KEY AUTOINCREMENT,  -- the publication; send order
+    message_id     TEXT NOT NULL,           -- the run id: several publications may share it
     body           BLOB NOT NULL,
     visible_at     TEXT NOT NULL,           -- UTC ISO 8601, fixed width
     delivery_count INTEGER NOT NULL DEFAULT 0 CHECK (delivery_count >= 0),
@@ -12,7 +15,26 @@ CREATE TABLE IF NOT EXISTS queue_messages (
 )
 
 -- name: create_visible_index
-CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (visible_at)
+CREATE INDEX IF NOT EXISTS queue_messages_visible_seq ON queue_messages (visible_at, seq)
+
+-- name: create_message_id_index
+CREATE INDEX IF NOT EXISTS queue_messages_message_id ON queue_messages (message_id)
+
+-- name: messages_keyed_by_id
+-- A file made before publications had rows of their own (message_id was the primary key).
+SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'queue_messages'
+AND NOT EXISTS (SELECT 1 FROM pragma_table_info('queue_messages') WHERE name = 'seq')
+
+-- name: messages_rename_old
+ALTER TABLE queue_messages RENAME TO queue_messages_by_id
+
+-- name: messages_copy_old
+INSERT INTO queue_messages (message_id, body, visible_at, delivery_count, receipt, sent_at)
+SELECT message_id, body, visible_at, delivery_count, receipt, sent_at
+FROM queue_messages_by_id ORDER BY rowid
+
+-- name: messages_drop_old
+DROP TABLE queue_messages_by_id
 
 -- name: create_dead_letters
 CREATE TABLE IF NOT EXISTS queue_dead_letters (
@@ -25,15 +47,14 @@ CREATE TABLE IF NOT EXISTS queue_dead_letters (
 -- name: send
 INSERT INTO queue_messages (message_id, body, visible_at, sent_at)
 VALUES (:message_id, :body, :now, :now)
-ON CONFLICT (message_id) DO NOTHING
 
 -- name: visible
-SELECT message_id FROM queue_messages WHERE visible_at <= :now ORDER BY visible_at LIMIT :limit
+SELECT seq FROM queue_messages WHERE visible_at <= :now ORDER BY visible_at, seq LIMIT :limit
 
 -- name: take
 UPDATE queue_messages
 SET visible_at = :invisible_until, delivery_count = delivery_count + 1, receipt = :receipt
-WHERE message_id = :message_id AND visible_at <= :now
+WHERE seq = :seq AND visible_at <= :now
 RETURNING message_id, body, delivery_count, receipt
 
 -- name: extend
@@ -60,7 +81,6 @@ SELECT message_id, body, reason, dead_at FROM queue_dead_letters ORDER BY dead_a
 -- name: redrive_insert
 INSERT INTO queue_messages (message_id, body, visible_at, sent_at)
 SELECT message_id, body, :now, :now FROM queue_dead_letters WHERE message_id = :message_id
-ON CONFLICT (message_id) DO NOTHING
 
 -- name: redrive_delete
 DELETE FROM queue_dead_letters WHERE message_id = :message_id

@@ -509,7 +509,8 @@ SELECT job_id FROM jobs AS j
 WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at < %(before)s
   AND NOT EXISTS (SELECT 1 FROM job_runs AS r
                   WHERE r.job_id = j.job_id
-                    AND r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING'))
+                    AND (r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+                         OR r.finished_at IS NULL OR r.finished_at >= %(keep_from)s))
 ORDER BY updated_at LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
@@ -647,10 +648,19 @@ INSERT INTO {partition} SELECT * FROM moved
 -- name: partition_attach
 ALTER TABLE job_runs ATTACH PARTITION {partition} FOR VALUES FROM ({lo}) TO ({hi})
 
--- name: partition_has_open_runs
-SELECT EXISTS (
-    SELECT 1 FROM {partition} WHERE status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
-) AS open
+-- name: partition_has_kept_runs
+-- The retention rule (docs/reliability.md, "Nothing is kept for ever"), the negation of
+-- prune_runs' condition: a run is kept while open, or until it finished (or was dead-lettered)
+-- before %(keep_from)s, the earlier of now - retention and the oldest unread run event. One
+-- probe per partial index (job_runs_due, _enqueued, _lease, _retry, _finished), so a day of old
+-- history is checked without reading its rows.
+SELECT EXISTS (SELECT 1 FROM {partition} WHERE status = 'PENDING')
+       OR EXISTS (SELECT 1 FROM {partition} WHERE status = 'ENQUEUED')
+       OR EXISTS (SELECT 1 FROM {partition} WHERE status = 'RUNNING')
+       OR EXISTS (SELECT 1 FROM {partition} WHERE status = 'RETRYING')
+       OR EXISTS (SELECT 1 FROM {partition}
+                  WHERE status IN ('SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED')
+                    AND (finished_at >= %(keep_from)s OR finished_at IS NULL)) AS kept
 
 -- name: partition_detach
 ALTER TABLE job_runs DETACH PARTITION {partition}

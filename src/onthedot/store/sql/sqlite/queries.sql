@@ -326,7 +326,8 @@ SELECT job_id FROM jobs AS j
 WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at < :before
   AND NOT EXISTS (SELECT 1 FROM job_runs AS r
                   WHERE r.job_id = j.job_id
-                    AND r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING'))
+                    AND (r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+                         OR r.finished_at IS NULL OR r.finished_at >= :keep_from))
 ORDER BY updated_at LIMIT :limit
 
 -- name: job_runs_delete

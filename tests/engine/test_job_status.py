@@ -18,10 +18,12 @@ from datetime import timedelta
 from onthedot.domain.models import JobParams, JobStatus, RetryPolicy, RunStatus
 from onthedot.service import JobPatch
 from tests.engine.conftest import Engine
+from tests.engine.test_races import services
 from tests.support.waiting import async_wait_until
 from tests.support.webhook import WebhookReceiver
 
 OPEN = {RunStatus.PENDING, RunStatus.ENQUEUED, RunStatus.RUNNING, RunStatus.RETRYING}
+TRIALS = 10
 
 
 async def _stored_status(engine: Engine, job_id: str) -> JobStatus:
@@ -228,3 +230,44 @@ async def test_a_redriven_run_now_of_a_failed_job_completes_it(
     await both.rt.service.redrive("alice", manual.run_id)
 
     await _ends_as(both, job_id, JobStatus.COMPLETED)
+
+
+async def test_a_new_time_racing_the_event_of_the_old_run_keeps_one_time_invariants(
+        both: Engine) -> None:
+    # The change lands before, during or after the event of the run it replaces is applied;
+    # whatever the order, a scheduled one-time job has its one open run at next_run_at and an
+    # ended one has none.
+    apis, stores = await services(both)
+    try:
+        for trial in range(TRIALS):
+            both.clock.advance(600)
+            at = both.clock.now() + timedelta(seconds=30)
+            view = await both.create(JobParams(type="one-time", time=at.isoformat()))
+            job_id = view.job.job_id
+            both.clock.set(at)
+            await both.dispatcher.refresh_shards()
+            await both.dispatcher.run_once()
+            await _work_one(both)  # its run ended: its event waits for the recurring watcher
+            later = JobParams(type="one-time", time=(at + timedelta(hours=1)).isoformat())
+            change = apis[trial % len(apis)].update_job("alice", job_id, JobPatch(params=later))
+            if trial % 3 == 0:  # the change first, then the old run's event
+                await change
+                await _apply_events(both)
+            elif trial % 3 == 1:  # the event first (the job ended), then the change revives it
+                await _apply_events(both)
+                await change
+            else:  # at the same moment
+                await asyncio.gather(change, both.recurring.run_once())
+                await _apply_events(both)
+
+            job = await both.rt.store.job_get_any(job_id)
+            assert job is not None
+            runs = await both.rt.store.runs_list(job_id, 100, None)
+            open_runs = [r for r in runs if r.status in OPEN]
+            if job.status is JobStatus.SCHEDULED:
+                assert [r.scheduled_at for r in open_runs] == [job.next_run_at], runs
+            else:
+                assert open_runs == [], f"{job.status.value} job with open runs {open_runs}"
+    finally:
+        for store in stores:
+            await store.close()

@@ -767,8 +767,9 @@ def _misfired(run: JobRun, misfire_policy: str, claim: DueClaim) -> bool:
 
 
 def _has_open_run(c: sqlite3.Connection, apply: EventApply) -> bool:
-    """May the event end its job? Not while a run of it is open (a new time given while the
-    event's run was running, a redrive, a run-now of a one-time job): that run's event will."""
+    """Is a run of the event's job open (a new time given while the event's run was running, a
+    redrive, a run-now of a one-time job)? Then the event does not end the job: that run's
+    event will."""
     row = c.execute(Q["job_has_open_run"], {
         "job_id": apply.event.job_id,
         "include_manual": int(apply.wait_for_manual_runs)}).fetchone()

@@ -19,13 +19,13 @@ import pytest
 from onthedot.api.app import create_app
 from onthedot.config import Settings
 from onthedot.domain.clock import FakeClock
-from onthedot.domain.models import JobParams, JobStatus
+from onthedot.domain.models import JobParams, JobStatus, RunStatus
 from onthedot.quotas import CreateRate
 from onthedot.runtime import Runtime
 from tests.api.conftest import START, assert_problem, job_body
 from tests.api.test_token_scopes import mcp_call, mcp_client
 from tests.conformance.conftest import PG_DSN, drop_pg_schema, new_pg_schema
-from tests.conformance.factories import make_job
+from tests.conformance.factories import make_job, make_run
 from tests.support.webhook import LOOPBACK_ALLOW
 
 BATCH = "/v1/jobs:batch"
@@ -188,6 +188,32 @@ async def test_concurrent_revivals_on_postgres_never_pass_the_limit() -> None:
         await drop_pg_schema(schema)
 
     assert statuses == {200: 3, 429: 17}
+
+
+async def test_a_redrive_reviving_a_failed_job_is_within_the_limit(tmp_path: Path) -> None:
+    async with api(sqlite_settings(tmp_path, max_active_jobs=1)) as (rt, client):
+        active = (await client.post("/v1/jobs", json=job_body())).json()
+        past = JobParams(type="one-time", time=(START - timedelta(days=1)).isoformat())
+        failed = make_job(now=START - timedelta(days=1), user_id="local", params=past,
+                          status=JobStatus.FAILED, action={"type": "message", "text": "hi"})
+        assert (await rt.store.job_create(failed, None)).created
+        dead = make_run(failed, RunStatus.FAILED, scheduled_at=START - timedelta(days=1),
+                        dead_lettered=True)
+        assert await rt.store.run_insert(dead)
+
+        refused = await client.post(f"/v1/dead-letters/{dead.run_id}:redrive")
+
+        assert_problem(refused, 429, "quota_exceeded")
+        assert "Retry-After" not in refused.headers
+        letters = (await client.get("/v1/dead-letters")).json()["dead_letters"]
+        assert [r["run_id"] for r in letters] == [dead.run_id]  # nothing changed
+        assert (await client.get(f"/v1/jobs/{failed.job_id}")).json()["status"] == "failed"
+        assert (await client.delete(f"/v1/jobs/{active['job_id']}")).status_code == 204
+
+        redriven = await client.post(f"/v1/dead-letters/{dead.run_id}:redrive")
+
+        assert redriven.status_code == 200, redriven.text
+        assert (await client.get(f"/v1/jobs/{failed.job_id}")).json()["status"] == "scheduled"
 
 
 async def test_mcp_and_chat_answer_the_same_limits(tmp_path: Path) -> None:

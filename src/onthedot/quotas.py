@@ -1,7 +1,10 @@
 """Per-user limits on creating jobs, kept by the service layer (docs/api.md, "Quotas").
 
 * Active jobs (``ONTHEDOT_MAX_ACTIVE_JOBS``): counted by the store in the transaction that
-  inserts (``JobInsert.max_active``), so it holds across processes and concurrent requests.
+  inserts (``JobInsert.max_active``) or revives a finished job (``JobSave.max_active``,
+  ``run_redrive(max_active=...)``), under one per-user lock, so it holds across processes and
+  concurrent requests. A hard cap: its answer carries no Retry-After (waiting alone frees
+  nothing; a job must end or be deleted).
 * Create rate (``ONTHEDOT_CREATE_RATE_PER_MINUTE``): a token bucket per user, in memory, so per
   process: N API processes let a user create up to N times the rate. A restart forgets it.
 """
@@ -13,10 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from onthedot.domain.errors import QuotaError
+from onthedot.store.tokens import active_quota_error
+
+__all__ = ["CreateRate", "active_quota_error"]
 
 SECONDS_PER_MINUTE = 60.0
 MAX_TRACKED_USERS = 10_000  # past this, users whose bucket is full again are forgotten
-ACTIVE_RETRY_AFTER_SECONDS = 60  # a full quota frees when jobs finish or are deleted
 
 
 @dataclass
@@ -73,11 +78,3 @@ class CreateRate:
         for user_id in list(self._buckets):
             if self._refilled(user_id, now).tokens >= self.per_minute:
                 del self._buckets[user_id]
-
-
-def active_quota_error(max_active: int) -> QuotaError:
-    return QuotaError(
-        f"you have {max_active} active jobs, the most allowed", code="quota_exceeded",
-        field=None, expected=f"at most {max_active} scheduled or paused jobs; delete one or "
-                             "wait for one to finish",
-        retry_after_seconds=ACTIVE_RETRY_AFTER_SECONDS)

@@ -276,10 +276,12 @@ class JobService:
             if job.status is JobStatus.PAUSED:
                 return JobSave(job=updated)
             first_at = self._first_occurrence(spec.params, schedule, now)
-            await self._check_revived_quota(job)
             updated = replace(updated, status=JobStatus.SCHEDULED, next_run_at=first_at)
+            # A one-time job whose run is RUNNING is given a new occurrence too: the running
+            # one ends as it was started, and the job ends once both have (docs/api.md PATCH).
             return JobSave(job=updated, cancel_open_runs=True,
-                           insert_run=self._new_run(job.job_id, first_at, "scheduled"))
+                           insert_run=self._new_run(job.job_id, first_at, "scheduled"),
+                           max_active=self._revival_quota(job))
 
         return await self._view(await self._change(user_id, job_id, plan, expected_version,
                                                    action=ChangeAction.UPDATE))
@@ -446,7 +448,10 @@ class JobService:
                                 field="run_id", expected="a run listed in /v1/dead-letters")
         change = self._change_record(user_id, run.job_id, ChangeAction.REDRIVE,
                                      {"run_id": run_id})
-        redriven = await self.store.run_redrive(run_id, self.clock.now(), change)
+        # A finished one-time job whose run is redriven is scheduled again (the store does it
+        # in the redrive's transaction), so it counts against the active-job quota there.
+        redriven = await self.store.run_redrive(run_id, self.clock.now(), change,
+                                                max_active=self.settings.max_active_jobs or None)
         if redriven is None:
             raise ConflictError("the run was redriven already", code="not_dead_letter",
                                 field="run_id", expected="a run listed in /v1/dead-letters")
@@ -482,13 +487,12 @@ class JobService:
             out.append(item)
         return out
 
-    async def _check_revived_quota(self, job: Job) -> None:
-        """A finished job that a new schedule brings back counts again. Checked before the
-        save, not under the insert's lock: two such revivals at once may pass it together."""
-        limit = self.settings.max_active_jobs
-        if (limit and job.status not in (JobStatus.SCHEDULED, JobStatus.PAUSED)
-                and await self.store.jobs_count_active(job.user_id, limit) >= limit):
-            raise active_quota_error(limit)
+    def _revival_quota(self, job: Job) -> int | None:
+        """A finished job that a new schedule brings back counts again: the quota the save
+        checks under the per-user lock creates take (None: already active, or no limit)."""
+        if job.status in (JobStatus.SCHEDULED, JobStatus.PAUSED):
+            return None
+        return self.settings.max_active_jobs or None
 
     # --- helpers -------------------------------------------------------------------------
     async def _compile(self, params: JobParams, *, anchor: datetime,

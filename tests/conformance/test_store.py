@@ -758,9 +758,12 @@ async def test_event_apply_advances_the_cursor_once(store: Store) -> None:
     assert projected.status is JobStatus.SCHEDULED
     assert projected.version == job.version + 1
 
-    # The last occurrence: the job completes and next_run_at is cleared.
+    # The last occurrence: the job completes and next_run_at is cleared (once no run of it is
+    # open: the schedule's end is decided with the next run gone, as a schedule change would).
+    emptied = await store.job_save(JobSave(job=projected, cancel_open_runs=True))
+    assert emptied is not None
     done = EventApply(consumer="recurring", previous_event_id=first.event_id, event=second,
-                      job_version=projected.version, insert_run=None,
+                      job_version=emptied.version, insert_run=None,
                       job_status=JobStatus.COMPLETED, next_run_at=None, set_next_run_at=True)
     stale = replace(done, previous_event_id=0)
     assert await store.event_apply(stale) is ApplyResult.CURSOR_MOVED

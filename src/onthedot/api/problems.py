@@ -79,8 +79,8 @@ def error_problem(exc: OnTheDotError) -> ProblemResponse:
     headers = None
     if isinstance(exc, AuthError):
         headers = {"WWW-Authenticate": 'Bearer realm="onthedot"'}
-    if isinstance(exc, QuotaError):
-        headers = {"Retry-After": str(exc.retry_after_seconds)}
+    if isinstance(exc, QuotaError) and exc.retry_after_seconds is not None:
+        headers = {"Retry-After": str(exc.retry_after_seconds)}  # a rate, not a hard cap
     return problem(exc.http_status, exc.code, exc.message, field=exc.field, expected=exc.expected,
                    headers=headers, extra=_extra(exc))
 
@@ -92,8 +92,9 @@ def error_body(exc: OnTheDotError, field: str | None) -> dict[str, Any]:
 
 
 def _extra(exc: OnTheDotError) -> dict[str, Any] | None:
-    """A 429 says when to try again in the body too (a batch item has no header of its own)."""
-    if isinstance(exc, QuotaError):
+    """A rate's 429 says when to try again in the body too (a batch item has no header of its
+    own); a hard cap's says nothing of the kind."""
+    if isinstance(exc, QuotaError) and exc.retry_after_seconds is not None:
         return {"retry_after_seconds": exc.retry_after_seconds}
     return None
 

@@ -205,7 +205,8 @@ async def get_job(job_id: str, rt: RuntimeDep, user: UserDep) -> JobOut:
     return JobOut.of(await rt.service.get_job(user, job_id))
 
 
-@router.patch("/jobs/{job_id:id}", response_model=JobOut, responses=_problems(404, 409))
+# 429: a new schedule bringing a finished job back past the active-job quota.
+@router.patch("/jobs/{job_id:id}", response_model=JobOut, responses=_problems(404, 409, 429))
 async def update_job(job_id: str, body: JobUpdate, rt: RuntimeDep, user: UserDep) -> JobOut:
     """Change a job; a changed ``job_params`` replaces its pending run."""
     current = await rt.service.get_job(user, job_id)
@@ -274,8 +275,9 @@ async def list_dead_letters(request: Request, rt: RuntimeDep, user: UserDep,
                           next_page_token=page.next_page_token)
 
 
+# 429: the redrive would bring a finished job back past the active-job quota.
 @router.post("/dead-letters/{run_id:id}:redrive", response_model=RunOut,
-             responses=_problems(404, 409))
+             responses=_problems(404, 409, 429))
 async def redrive(request: Request, run_id: str, rt: RuntimeDep, user: UserDep,
                   other: AdminUser = None) -> RunOut:
     """Send a dead-lettered run back to the queue with a fresh attempt count (an admin token:

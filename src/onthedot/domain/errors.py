@@ -145,16 +145,19 @@ class DeliveryError(OnTheDotError):
 
 
 class QuotaError(OnTheDotError):
-    """A per-user limit is reached (active jobs, creates per minute): HTTP 429 with
-    ``Retry-After``; try again after ``retry_after_seconds``."""
+    """A per-user limit is reached (active jobs, creates per minute): HTTP 429. A rate says
+    when to try again (``retry_after_seconds``, HTTP ``Retry-After``); a hard cap (active jobs)
+    has None there, since no wait alone frees it."""
 
     code = "quota_exceeded"
     http_status = 429
 
     def __init__(self, message: str, *, code: str | None = None, field: str | None = None,
-                 expected: str | None = None, retry_after_seconds: int = 60) -> None:
+                 expected: str | None = None, retry_after_seconds: int | None = None) -> None:
         super().__init__(message, code=code, field=field, expected=expected)
         self.retry_after_seconds = retry_after_seconds
 
     def to_dict(self) -> dict[str, Any]:
+        if self.retry_after_seconds is None:
+            return super().to_dict()
         return {**super().to_dict(), "retry_after_seconds": self.retry_after_seconds}

@@ -80,6 +80,9 @@ class JobSave:
     with ``cancel_manual_runs`` also the extra runs asked for with "run now" (on delete).
     ``insert_run``: inserted if absent; a CANCELLED run with the same id is revived to PENDING
     (pause then resume before the occurrence comes back to the same run id).
+    ``max_active``: the save makes a finished job active again (a new schedule): it lands only
+    while the user has at most this many active jobs with it, counted under the per-user lock
+    creates take; otherwise ``job_save`` raises QuotaError and writes nothing.
     """
 
     job: Job
@@ -87,6 +90,7 @@ class JobSave:
     cancel_manual_runs: bool = False
     insert_run: JobRun | None = None
     change: JobChange | None = None  # the job's history entry, written only with the change
+    max_active: int | None = None  # the user's active-job quota; None: not checked
 
 
 @dataclass(frozen=True)
@@ -142,9 +146,14 @@ class EventApply:
     event: RunEvent
     job_version: int | None  # the job version this decision was made from; None: no job
     insert_run: JobRun | None
-    job_status: JobStatus | None  # new stored status, or None to leave it
+    # New stored status, or None to leave it. A job ends (completed, failed) only while none of
+    # its scheduled runs is open, and with ``wait_for_manual_runs`` none of its run-now runs
+    # either; otherwise neither its status nor its next_run_at is written (the open run's own
+    # event decides later).
+    job_status: JobStatus | None
     next_run_at: datetime | None
     set_next_run_at: bool  # distinguish "clear next_run_at" from "leave it"
+    wait_for_manual_runs: bool = False
 
 
 class ApplyResult(enum.Enum):
@@ -310,7 +319,10 @@ class JobStore(Protocol):
       and the inserts happen under one per-user lock (SQLite: the write lock; PostgreSQL: an
       advisory transaction lock), so concurrent creates never pass the quota together. A
       refused item is answered ``over_quota`` and not written; an item whose idempotency key
-      is held is a replay and never counts against the quota.
+      is held is a replay and never counts against the quota. ``job_save`` with
+      ``JobSave.max_active`` and ``run_redrive`` with ``max_active`` (the two ways a finished
+      job becomes active again) count under the same lock and raise QuotaError, with nothing
+      written, past the quota: distinct from a lost compare-and-set (None).
     * ``jobs_reassign`` moves every job of a user (and its inbox items) in ONE transaction, or
       nothing.
     """
@@ -345,7 +357,8 @@ class JobStore(Protocol):
         ...
 
     async def job_save(self, save: JobSave) -> Job | None:
-        """The stored job (version + 1), or None when its version moved or it is gone."""
+        """The stored job (version + 1), or None when its version moved or it is gone;
+        QuotaError (nothing written) when ``save.max_active`` is passed."""
         ...
 
     async def jobs_count_of_user(self, user_id: str) -> int:
@@ -426,10 +439,18 @@ class RunStore(Protocol):
         inbox item with its DELIVERED row, atomically."""
         ...
 
-    async def run_redrive(self, run_id: str, now: datetime,
-                          change: JobChange | None = None) -> JobRun | None:
+    async def run_redrive(self, run_id: str, now: datetime, change: JobChange | None = None,
+                          *, max_active: int | None = None) -> JobRun | None:
         """A dead-lettered FAILED run -> ENQUEUED with attempt 0, ready to be published again;
-        with ``change``, the job's history entry in the same transaction."""
+        with ``change``, the job's history entry in the same transaction. None when the run is
+        not a dead letter (any more).
+
+        In the same transaction, with the job's row locked first (so a run event being applied
+        sees the run open, or ends the job before this revives it): a completed or failed
+        one-time or immediate job is scheduled again (next_run_at ``now``, version + 1) until
+        the redriven run's event ends it. That makes it active again: with ``max_active``,
+        QuotaError and nothing written when the user would have more active jobs than that.
+        A recurring, scheduled, paused or cancelled job is left as it is."""
         ...
 
     async def runs_dead_lettered(self, user_id: str, limit: int,
@@ -553,7 +574,10 @@ class EventStore(Protocol):
       the job's projection (guarded by the job version the decision was made from) and inserts
       the next run (only while the job is scheduled at that version and has no other open
       scheduled run) in ONE transaction; when a guard fails nothing is written, so two
-      consumers racing over one event apply it once.
+      consumers racing over one event apply it once. A job is ended (``job_status``) only when
+      the same transaction, with the job's row locked, finds none of its runs open (see
+      ``EventApply.job_status``): a run inserted by a schedule change or reopened by a redrive
+      keeps it as it is.
     """
 
     async def events_after(self, event_id: int, limit: int) -> list[RunEvent]: ...

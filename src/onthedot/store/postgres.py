@@ -132,7 +132,9 @@ from onthedot.store.pg_partitions import (
 )
 from onthedot.store.reads import SharedReads
 from onthedot.store.tokens import (
+    ACTIVE,
     QuotaSplit,
+    active_quota_error,
     quota_keys,
     quota_users,
     reassign_clash,
@@ -493,11 +495,17 @@ class PostgresStore(SharedReads):
         return plan.results(created, holders)
 
     async def job_save(self, save: JobSave) -> Job | None:
+        counted = save.max_active is not None and save.job.status in ACTIVE
         async with self._tx() as conn:
+            if counted:
+                # The user's quota lock before the job's row, as creates and redrives take them.
+                await conn.execute(Q["quota_lock"], {"user_id": save.job.user_id})
             cur = await conn.execute(Q["job_update"], _job_params(save.job))
             row = await cur.fetchone()
             if row is None:
                 return None  # the version moved: another change landed first; nothing written
+            if counted and save.max_active is not None:
+                await _check_active(conn, save.job.user_id, save.max_active)  # rolls back
             if save.cancel_open_runs:
                 await conn.execute(Q["runs_cancel_open"], {
                     "job_id": save.job.job_id, "now": save.job.updated_at,
@@ -637,18 +645,33 @@ class PostgresStore(SharedReads):
                         run_id=finish.run_id, status=finish.status,
                         emitted_at=finish.finished_at)
 
-    async def run_redrive(self, run_id: str, now: datetime,
-                          change: JobChange | None = None) -> JobRun | None:
+    async def run_redrive(self, run_id: str, now: datetime, change: JobChange | None = None,
+                          *, max_active: int | None = None) -> JobRun | None:
         at = _scheduled_at(run_id)
         if at is None:
             return None
         async with self._tx() as conn:
+            cur = await conn.execute(Q["run_job_of"], {"run_id": run_id, "scheduled_at": at})
+            job = await cur.fetchone()
+            if job is None:
+                return None
+            job_id, user_id = str(job["job_id"]), str(job["user_id"])
+            if max_active is not None:  # the quota lock first, then the job's row
+                await conn.execute(Q["quota_lock"], {"user_id": user_id})
+            # A run event being applied to the job holds this lock while it decides: it ends
+            # the job before the run reopens (revived below), or waits and sees the run open.
+            await conn.execute(Q["job_row_lock"], {"job_id": job_id})
             cur = await conn.execute(Q["run_redrive"],
                                      {"run_id": run_id, "scheduled_at": at, "now": now})
             row = await cur.fetchone()
-            if row is not None and change is not None:
+            if row is None:
+                return None
+            cur = await conn.execute(Q["job_redrive_revive"], {"job_id": job_id, "now": now})
+            if cur.rowcount == 1 and max_active is not None:
+                await _check_active(conn, user_id, max_active)  # rolls back
+            if change is not None:
                 await conn.execute(Q["job_change_insert"], _change_params(change))
-        return None if row is None else run_from_row(row)
+        return run_from_row(row)
 
     # --- rescue and retention ------------------------------------------------------------
     async def runs_retry_due(self, now: datetime, limit: int) -> list[JobRun]:
@@ -759,9 +782,14 @@ class PostgresStore(SharedReads):
                     raise _JobChanged  # roll back the cursor advance
                 other_open = (apply.insert_run is not None and
                               await self._other_open(conn, apply.event.job_id, apply.insert_run))
+                # A job ends only while no run of it is open (a new time given while this run
+                # ran, a redrive, a run-now): that run's own event ends it later.
+                ends = apply.job_status is not None and not await _has_open_run(conn, apply)
                 await conn.execute(Q["job_apply_event"], {
-                    **_event_job_params(apply), "set_next_run_at": (apply.set_next_run_at
-                                                                    and not other_open)})
+                    **_event_job_params(apply),
+                    "job_status": apply.job_status.value if ends and apply.job_status else None,
+                    "set_next_run_at": (apply.set_next_run_at and not other_open
+                                        and (ends or apply.job_status is None))})
                 if apply.insert_run is not None and not other_open:
                     await self._insert_or_revive(conn, apply.insert_run)
                 return ApplyResult.APPLIED
@@ -1079,6 +1107,24 @@ async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
 
 class _JobChanged(Exception):
     """Raised inside an event_apply transaction to roll it back."""
+
+
+async def _has_open_run(conn: Conn, apply: EventApply) -> bool:
+    cur = await conn.execute(Q["job_has_open_run"], {
+        "job_id": apply.event.job_id, "include_manual": apply.wait_for_manual_runs})
+    row = await cur.fetchone()
+    return row is not None and bool(row["open"])
+
+
+async def _check_active(conn: Conn, user_id: str, max_active: int) -> None:
+    """Raise the active-job quota error (rolling the transaction back) when the user has more
+    than ``max_active`` active jobs, the one being revived included. Called under the user's
+    quota lock: READ COMMITTED gives this statement a snapshot taken after the lock, so it sees
+    every create or revival that held the lock before."""
+    cur = await conn.execute(Q["jobs_count_active"], {"user_id": user_id, "cap": max_active + 1})
+    row = await cur.fetchone()
+    if row is not None and int(row["n"]) > max_active:
+        raise active_quota_error(max_active)
 
 
 def _event_job_params(apply: EventApply) -> dict[str, Any]:

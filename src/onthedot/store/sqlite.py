@@ -87,7 +87,9 @@ from onthedot.store.history_rows import (
 from onthedot.store.insert_many import InsertPlan
 from onthedot.store.reads import SharedReads
 from onthedot.store.tokens import (
+    ACTIVE,
     QuotaSplit,
+    active_quota_error,
     quota_keys,
     quota_users,
     reassign_clash,
@@ -182,6 +184,10 @@ class SqliteStore(SharedReads):
                 self._insert_or_revive(c, save.insert_run)
             if save.change is not None:
                 c.execute(Q["job_change_insert"], change_params(save.change))
+            if save.max_active is not None and save.job.status in ACTIVE:
+                # Counted with this job, under the write lock every create and revival takes:
+                # raising rolls the whole save back.
+                _check_active(c, save.job.user_id, save.max_active)
             return replace(save.job, version=int(row["version"]))
 
         return await self._db.write(tx)
@@ -296,12 +302,20 @@ class SqliteStore(SharedReads):
 
         return await self._db.write(tx)
 
-    async def run_redrive(self, run_id: str, now: datetime,
-                          change: JobChange | None = None) -> JobRun | None:
+    async def run_redrive(self, run_id: str, now: datetime, change: JobChange | None = None,
+                          *, max_active: int | None = None) -> JobRun | None:
         def tx(c: sqlite3.Connection) -> sqlite3.Row | None:
+            # The write lock is the job's lock here: no run event is applied meanwhile.
+            job = c.execute(Q["run_job_of"], {"run_id": run_id}).fetchone()
             row: sqlite3.Row | None = c.execute(Q["run_redrive"], {
                 "run_id": run_id, "now": ts(now)}).fetchone()
-            if row is not None and change is not None:
+            if row is None or job is None:
+                return row
+            revived = c.execute(Q["job_redrive_revive"], {
+                "job_id": job["job_id"], "now": ts(now)}).rowcount == 1
+            if revived and max_active is not None:
+                _check_active(c, str(job["user_id"]), max_active)
+            if change is not None:
                 c.execute(Q["job_change_insert"], change_params(change))
             return row
 
@@ -395,10 +409,12 @@ class SqliteStore(SharedReads):
             if c.execute(Q["job_lock"], job).fetchone() is None:
                 raise _JobChanged  # undo the cursor advance
             other_open = self._other_open(c, apply)
+            ends = apply.job_status is not None and not _has_open_run(c, apply)
             c.execute(Q["job_apply_event"], {
                 **job,
-                "job_status": None if apply.job_status is None else apply.job_status.value,
-                "set_next_run_at": int(apply.set_next_run_at and not other_open),
+                "job_status": apply.job_status.value if ends and apply.job_status else None,
+                "set_next_run_at": int(apply.set_next_run_at and not other_open
+                                       and (ends or apply.job_status is None)),
                 "next_run_at": ts(apply.next_run_at),
                 "last_run_id": apply.event.run_id,
                 "updated_at": ts(apply.event.emitted_at),
@@ -749,6 +765,25 @@ def _misfired(run: JobRun, misfire_policy: str, claim: DueClaim) -> bool:
     if run.kind == "manual" or misfire_policy != "skip":
         return False
     return (claim.now - run.scheduled_at).total_seconds() > claim.misfire_grace_seconds
+
+
+def _has_open_run(c: sqlite3.Connection, apply: EventApply) -> bool:
+    """Is a run of the event's job open (a new time given while the event's run was running, a
+    redrive, a run-now of a one-time job)? Then the event does not end the job: that run's
+    event will."""
+    row = c.execute(Q["job_has_open_run"], {
+        "job_id": apply.event.job_id,
+        "include_manual": int(apply.wait_for_manual_runs)}).fetchone()
+    return bool(row["open"])
+
+
+def _check_active(c: sqlite3.Connection, user_id: str, max_active: int) -> None:
+    """Raise the active-job quota error when the user has more than ``max_active`` active jobs
+    (counted in this write transaction, the job being revived included)."""
+    count = int(c.execute(Q["jobs_count_active"],
+                          {"user_id": user_id, "cap": max_active + 1}).fetchone()["n"])
+    if count > max_active:
+        raise active_quota_error(max_active)
 
 
 def _quota_split(c: sqlite3.Connection, items: Sequence[JobInsert]) -> QuotaSplit:

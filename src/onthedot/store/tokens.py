@@ -1,5 +1,5 @@
 """What both backends share for tokens and the active-job quota (migration 0007): the token
-row codec, and which items of an insert the quota lets through."""
+row codec, which items of an insert the quota lets through, and the error past it."""
 
 from __future__ import annotations
 
@@ -9,10 +9,14 @@ from datetime import datetime
 from typing import Any
 
 from onthedot.db.timestamps import parse_ts
-from onthedot.domain.errors import ConflictError
+from onthedot.domain.errors import ConflictError, QuotaError
+from onthedot.domain.models import JobStatus
 from onthedot.store.base import ApiToken, JobCreated, JobInsert
 from onthedot.store.codec import Row
 from onthedot.store.insert_many import Key, key_of
+
+# What the active-job quota counts (the jobs_count_active queries say the same in SQL).
+ACTIVE = frozenset({JobStatus.SCHEDULED, JobStatus.PAUSED})
 
 
 def token_from_row(row: Row) -> ApiToken:
@@ -103,3 +107,13 @@ def reassign_clash(clashes: int, from_user: str, to_user: str) -> ConflictError:
         f"{clashes} job(s) of {from_user!r} use an idempotency key that {to_user!r} uses "
         f"already; nothing was moved", code="idempotency_key_clash", field="to",
         expected=f"a user without jobs created with the same Idempotency-Key as {from_user!r}'s")
+
+
+def active_quota_error(max_active: int) -> QuotaError:
+    """The active-job quota is reached: a hard cap, so no Retry-After (no wait frees it; a job
+    has to end or be deleted)."""
+    return QuotaError(
+        f"you have {max_active} active jobs, the most allowed", code="quota_exceeded",
+        field=None, expected=f"at most {max_active} scheduled or paused jobs; delete one or "
+                             "wait for one to finish",
+        retry_after_seconds=None)

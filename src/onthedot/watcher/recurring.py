@@ -3,7 +3,9 @@
 For each event, from a durable cursor: a recurring job that is still scheduled gets its next
 run (deterministic run id, insert-if-absent), computed after max(this occurrence, now) so missed
 occurrences coalesce into the one late run; a one-time or immediate job becomes completed or
-failed. The store applies the decision and advances the cursor in one transaction guarded by
+failed, once none of its runs is open (a run-now included; a time changed while a run was
+running, or a redrive, opens another), with the outcome of the last run to end. The store
+applies the decision and advances the cursor in one transaction guarded by
 the cursor's old position, so an event processed twice (or a crash between insert and cursor
 advance) has its effect exactly once. The decision is also guarded by the job's version: when
 a pause, delete or schedule change lands between reading the job and applying, nothing is
@@ -92,11 +94,13 @@ class RecurringWatcher:
                           job_version=None if job is None else job.version,
                           insert_run=None, job_status=None, next_run_at=None,
                           set_next_run_at=False)
-        if job is None or run is None or run.kind == "manual":
-            return keep  # an extra run now changes nothing about the schedule
+        if job is None or run is None:
+            return keep
         if job.params.type == "recurring":
-            if job.status is not JobStatus.SCHEDULED:
-                return keep  # paused or deleted: no next run
+            if run.kind == "manual" or job.status is not JobStatus.SCHEDULED:
+                # An extra run now changes nothing about the schedule; paused or deleted: no
+                # next run.
+                return keep
             next_run = await self.next_run(job, max(run.scheduled_at, self.clock.now()))
             if next_run is None:
                 return replace(keep, job_status=JobStatus.COMPLETED, set_next_run_at=True)
@@ -104,8 +108,11 @@ class RecurringWatcher:
                            set_next_run_at=True)
         if job.status in (JobStatus.PAUSED, JobStatus.CANCELLED):
             return keep
+        # A one-time or immediate job takes the outcome of the last of its runs to end, a
+        # run-now included; the store writes it only once none of its runs is open (a schedule
+        # change or a redrive may have opened one since this run started).
         status = JobStatus.FAILED if event.status is RunStatus.FAILED else JobStatus.COMPLETED
-        return replace(keep, job_status=status, set_next_run_at=True)
+        return replace(keep, job_status=status, set_next_run_at=True, wait_for_manual_runs=True)
 
     async def next_run(self, job: Job, after: datetime) -> JobRun | None:
         at = await job_next_after(job, after)  # off the event loop when it is not cheap

@@ -178,6 +178,15 @@ SELECT EXISTS (
 -- delivered only if the run commits.
 SELECT pg_notify(%(channel)s, %(payload)s)
 
+-- name: job_has_open_run
+-- event_apply's guard before it ends a job, with the job's row locked (job_lock): a change or a
+-- redrive that opens a run of it waits for that lock, so none can slip in before the end.
+SELECT EXISTS (
+    SELECT 1 FROM job_runs
+    WHERE job_id = %(job_id)s AND (kind = 'scheduled' OR %(include_manual)s)
+      AND status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+) AS open
+
 -- name: run_get
 SELECT * FROM job_runs WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
 
@@ -410,6 +419,24 @@ SET status = 'ENQUEUED', attempt = 0, dead_lettered = false, enqueued_at = %(now
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
   AND status = 'FAILED' AND dead_lettered
 RETURNING *
+
+-- name: run_job_of
+-- run_redrive: the job (and user, for the quota lock) of a run, before any lock is taken.
+SELECT j.job_id, j.user_id FROM job_runs r JOIN jobs j ON j.job_id = r.job_id
+WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s
+
+-- name: job_row_lock
+-- run_redrive locks the job's row before it reopens a run of it: a run event being applied
+-- to the job (which holds this lock while it decides) either ends it first or sees the run.
+SELECT 1 AS locked FROM jobs WHERE job_id = %(job_id)s FOR UPDATE
+
+-- name: job_redrive_revive
+-- A finished one-time or immediate job whose run is redriven is scheduled again until that
+-- run's event ends it (in the redrive's transaction).
+UPDATE jobs
+SET status = 'scheduled', next_run_at = %(now)s, updated_at = %(now)s, version = version + 1
+WHERE job_id = %(job_id)s AND job_type IN ('one-time', 'immediate')
+  AND status IN ('completed', 'failed')
 
 -- name: runs_dead_lettered
 SELECT r.* FROM job_runs AS r JOIN jobs AS j ON j.job_id = r.job_id

@@ -123,6 +123,14 @@ SELECT EXISTS (
       AND status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
 ) AS open
 
+-- name: job_has_open_run
+-- event_apply's guard before it ends a job, under the write lock: is a run of it open?
+SELECT EXISTS (
+    SELECT 1 FROM job_runs
+    WHERE job_id = :job_id AND (kind = 'scheduled' OR :include_manual)
+      AND status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+) AS open
+
 -- name: run_get
 SELECT * FROM job_runs WHERE run_id = :run_id
 
@@ -247,6 +255,19 @@ SET status = 'ENQUEUED', attempt = 0, dead_lettered = 0, enqueued_at = :now,
     finished_at = NULL, error = NULL, lease_token = NULL
 WHERE run_id = :run_id AND status = 'FAILED' AND dead_lettered = 1
 RETURNING *
+
+-- name: run_job_of
+-- run_redrive: the job of a run, read under the write lock before anything changes.
+SELECT j.job_id, j.user_id FROM job_runs r JOIN jobs j ON j.job_id = r.job_id
+WHERE r.run_id = :run_id
+
+-- name: job_redrive_revive
+-- A finished one-time or immediate job whose run is redriven is scheduled again until that
+-- run's event ends it (in the redrive's transaction).
+UPDATE jobs
+SET status = 'scheduled', next_run_at = :now, updated_at = :now, version = version + 1
+WHERE job_id = :job_id AND job_type IN ('one-time', 'immediate')
+  AND status IN ('completed', 'failed')
 
 -- name: runs_dead_lettered
 SELECT r.* FROM job_runs AS r JOIN jobs AS j ON j.job_id = r.job_id

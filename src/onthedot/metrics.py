@@ -65,6 +65,11 @@ class Metrics:
                                 "that is due and not yet started: pending, queued, or a retry "
                                 "past its time (at scrape time; 0 when none)",
                                 registry=self.registry)
+        # Watcher failover (docs/reliability.md): shards this watcher took from another
+        # watcher whose lease lapsed without being released (it died or stalled).
+        self.shard_takeovers = Counter(
+            "onthedot_shard_takeovers", "Shards this watcher took over from a watcher whose "
+            "lease lapsed (dead or stalled)", registry=self.registry)
 
 
 REQUEST_READ_TIMEOUT_SECONDS = 5.0  # a client that sends no request line in time is dropped

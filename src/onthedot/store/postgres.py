@@ -535,6 +535,12 @@ class PostgresStore(SharedReads):
         async with self._tx() as conn:
             return await _claim_due(conn, claim)
 
+    async def runs_enqueued_in_shard(self, shard: int, since: datetime,
+                                     limit: int) -> list[JobRun]:
+        rows = await self._all(Q["runs_enqueued_in_shard"],
+                               {"shard": shard, "since": since, "limit": limit})
+        return [run_from_row(r) for r in rows]
+
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
         at = _scheduled_at(claim.run_id)
         if at is None:

@@ -230,6 +230,12 @@ class SqliteStore(SharedReads):
     async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
         return await self._db.write(lambda c: _claim_due(c, claim))
 
+    async def runs_enqueued_in_shard(self, shard: int, since: datetime,
+                                     limit: int) -> list[JobRun]:
+        rows = await self._all(Q["runs_enqueued_in_shard"],
+                               {"shard": shard, "since": ts(since), "limit": limit})
+        return [run_from_row(r) for r in rows]
+
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
         params = {
             "run_id": claim.run_id,

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
+from onthedot.domain.models import JobRun
 from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
@@ -54,6 +55,9 @@ class Watcher:
         self.metrics = metrics
         self.member_id = member_id
         self.leases: dict[int, int] = {}  # owned shard -> the fencing token of its lease
+        # Shards taken from a lapsed lease whose recent ENQUEUED runs are still to be checked:
+        # their holder may have died between its claim and its publish.
+        self._orphaned: set[int] = set()
         self._wake = asyncio.Event()
         self._next_wake: datetime | None = None  # earliest known due instant before next tick
 
@@ -78,6 +82,7 @@ class Watcher:
         leases = await self.store.shard_leases_acquire(self.member_id, wanted, now, ttl)
         gained = [lease for lease in leases if self.leases.get(lease.shard) != lease.token]
         self.leases = {lease.shard: lease.token for lease in leases}
+        self._orphaned |= {lease.shard for lease in leases if lease.taken_from is not None}
         self._report_takeovers(leases)
         if gained:
             self._wake.set()
@@ -103,10 +108,35 @@ class Watcher:
     async def run_once(self) -> int:
         """One tick over every owned shard; returns how many runs were claimed (published or
         skipped)."""
-        published = 0
+        published = await self._publish_orphans()
         for shard in self.owned:
             published += await self._dispatch_shard(shard)
         return published
+
+    async def _publish_orphans(self) -> int:
+        """Publish again the runs of shards taken from a lapsed lease that their holder claimed
+        (ENQUEUED) lately but the queue has no message for: it died between the two. Older ones
+        are the rescuer's (``republish_after``). A holder that was only paused may publish them
+        too when it wakes; the worker's claim fences the duplicate. Returns how many."""
+        handed: list[JobRun] = []
+        checked = set(self._orphaned)
+        for shard in sorted(checked):
+            if shard in self.leases:
+                now = self.clock.now()
+                since = now - timedelta(seconds=self.settings.republish_after)
+                runs = await self.store.runs_enqueued_in_shard(shard, since, CLAIM_BATCH)
+                live = await self.queue.live([r.run_id for r in runs]) if runs else set()
+                for run in runs:
+                    if run.run_id not in live:
+                        requeued = await self.store.run_requeue(run, now)
+                        if requeued is not None:  # else it moved on meanwhile
+                            handed.append(requeued)
+        if handed:
+            await self.queue.send_many([(r.run_id, run_message(r)) for r in handed])
+            log.warning("watcher %s published %d runs again that the previous holder of their "
+                        "shards had claimed but not published", self.member_id, len(handed))
+        self._orphaned -= checked  # on a failure above, checked again next tick
+        return len(handed)
 
     async def _dispatch_shard(self, shard: int) -> int:
         token = self.leases.get(shard)

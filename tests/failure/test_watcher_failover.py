@@ -1,0 +1,161 @@
+"""A SIGKILLed watcher is replaced in seconds, with default lease settings (issue 18 §3).
+
+Two watcher processes split the shards; two workers execute; everything on PostgreSQL + NATS.
+400 one-time webhook jobs fall due over 8 s. Two seconds into that window the watcher that
+owns some of the shards (each owns about half) is SIGKILLed. The survivor must take its shards
+over within the lease plus a renewal beat (1.5 s + 0.375 s by default), so every run of the dead
+watcher's shards starts within ``LATENESS_BOUND_SECONDS`` of its due time; each run is executed
+exactly once (no two watchers dispatched it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from onthedot.config import Settings
+from tests.failure.checks import (
+    assert_nothing_lost,
+    eventually,
+    past,
+    run_statuses,
+    while_progressing,
+)
+from tests.support.cluster import Deployment, Fleet
+from tests.support.procs import RoleProcess
+from tests.support.waiting import wait_until
+from tests.support.webhook import WebhookReceiver
+
+pytestmark = [pytest.mark.failure, pytest.mark.slow, pytest.mark.postgres, pytest.mark.nats]
+
+RUNS = 400
+WINDOW_SECONDS = 8.0  # the runs fall due evenly over this window
+LEAD_SECONDS = 5.0  # creating 400 jobs in a child process takes 1-3 s here
+KILL_AT_SECONDS = 2.0  # into the window
+DEFAULTS = Settings()
+# The survivor notices a lapsed lease at its next renewal: at most lease + lease/4 after the dead
+# watcher's last renewal (1.875 s by default), and wakes its dispatch at once.
+TAKEOVER_SECONDS = DEFAULTS.shard_lease_seconds * 1.25
+# What the issue asks: a run of the dead watcher's shards starts within the takeover plus a
+# tick of its due time. The margin is for this 2-core machine shared with other test runs,
+# where a process can wait a second or more for a core (seen: a load average of 16); before
+# the fix these runs were 8-9 s late.
+MARGIN_SECONDS = 1.5
+LATENESS_BOUND_SECONDS = TAKEOVER_SECONDS + DEFAULTS.tick_seconds + MARGIN_SECONDS
+STALL_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Run:
+    shard: int
+    scheduled_at: datetime
+    enqueued_at: datetime
+    started_at: datetime
+    attempt: int
+
+    @property
+    def lateness(self) -> float:
+        return (self.started_at - self.scheduled_at).total_seconds()
+
+
+def lease_owners(deployment: Deployment) -> dict[int, str]:
+    with psycopg.connect(deployment.database_url, autocommit=True) as conn:
+        rows = conn.execute(sql.SQL("SELECT shard, owner FROM {}.shard_leases "
+                                    "WHERE expires_at > now()")
+                            .format(sql.Identifier(deployment.schema))).fetchall()
+    return {int(shard): str(owner) for shard, owner in rows}
+
+
+def finished_runs(deployment: Deployment) -> list[Run]:
+    with psycopg.connect(deployment.database_url, autocommit=True) as conn:
+        rows = conn.execute(sql.SQL("SELECT shard, scheduled_at, enqueued_at, started_at, "
+                                    "attempt FROM {}.job_runs")
+                            .format(sql.Identifier(deployment.schema))).fetchall()
+    return [Run(*row) for row in rows]
+
+
+def member_of(proc: RoleProcess) -> str:
+    """A watcher's member id is ``host-pid-random``."""
+    return f"-{proc.proc.pid}-"
+
+
+@pytest.mark.timeout(180)
+async def test_a_killed_watchers_shards_are_taken_over_within_two_seconds(
+        deployment: Deployment, make_fleet: Callable[..., Fleet],
+        webhook: WebhookReceiver) -> None:
+    # Lease and tick at their defaults: that is what the bound is about.
+    fleet = make_fleet(**deployment.settings(), database_pool_size=4)
+    fleet.migrate()
+    doomed = fleet.start("watcher")
+    survivor = fleet.start("watcher")
+    for _ in range(2):
+        fleet.start("worker")
+    for proc in fleet.running("watcher") + fleet.running("worker"):
+        fleet.wait_logged(proc, "running ")
+
+    def split() -> bool:
+        owners = lease_owners(deployment)
+        return (len(owners) == DEFAULTS.shards
+                and any(member_of(doomed) in o for o in owners.values())
+                and any(member_of(survivor) in o for o in owners.values()))
+
+    wait_until(split, 30, "the two watchers to split the shards")
+
+    first_due = datetime.now(UTC) + timedelta(seconds=LEAD_SECONDS)
+    bodies = [{"name": f"failover {i}",
+               "action": {"type": "webhook", "url": webhook.url, "body": {"i": i}},
+               "job_params": {"type": "one-time", "time": (
+                   first_due + timedelta(seconds=WINDOW_SECONDS * i / RUNS)).isoformat()},
+               "timeout_seconds": 30}
+              for i in range(RUNS)]
+    fleet.create_jobs(bodies)
+
+    await eventually(lambda: past(first_due + timedelta(seconds=KILL_AT_SECONDS)),
+                     LEAD_SECONDS + KILL_AT_SECONDS + 5, "the moment of the kill", 0.05)
+    owners = lease_owners(deployment)
+    its_shards = {s for s, o in owners.items() if member_of(doomed) in o}
+    assert its_shards, owners
+    fleet.kill(doomed)
+    killed_at = datetime.now(UTC)  # the process is reaped: nothing after this is its doing
+
+    def statuses() -> dict[str, int]:
+        return run_statuses(deployment.database_url, deployment.schema)
+
+    async def succeeded() -> int:
+        return statuses().get("SUCCEEDED", 0)
+
+    await while_progressing(succeeded, RUNS, f"all {RUNS} runs to succeed", statuses,
+                            stall=STALL_SECONDS)
+    outcome = assert_nothing_lost(deployment.database_url, deployment.schema, webhook, RUNS)
+    runs = finished_runs(deployment)
+    # Dispatched once: one attempt each, and the webhook called once per run.
+    assert outcome.duplicated == 0, outcome
+    assert {r.attempt for r in runs} == {1}
+
+    orphaned = [r for r in runs if r.shard in its_shards]
+    after_kill = [r for r in orphaned if r.enqueued_at > killed_at]
+    assert after_kill, "no run of the killed watcher's shards was due after the kill"
+    takeover = (min(r.enqueued_at for r in after_kill) - killed_at).total_seconds()
+    worst = max(orphaned, key=lambda r: r.lateness)
+    others = [r.lateness for r in runs if r.shard not in its_shards]
+    print(f"\nwatcher failover: {len(its_shards)} shards, {len(orphaned)} of {RUNS} runs; "
+          f"kill -> first run of its shards dispatched {takeover:.2f}s; worst lateness of "
+          f"its runs {worst.lateness:.2f}s (bound {LATENESS_BOUND_SECONDS:.2f}s), of the "
+          f"survivor's own {max(others):.2f}s")
+    assert takeover <= TAKEOVER_SECONDS + MARGIN_SECONDS, takeover
+    assert worst.lateness <= LATENESS_BOUND_SECONDS, (
+        f"{worst}, enqueued {(worst.enqueued_at - worst.scheduled_at).total_seconds():.2f}s "
+        f"late, {(worst.enqueued_at - killed_at).total_seconds():.2f}s after the kill")
+
+    # The operator's side: the survivor says whose shards it took.
+    log = survivor.log()
+    assert "took over shards" in log, log[-3000:]
+    assert member_of(doomed) in log
+    assert not fleet.unexpected_exits(), [p.log()[-2000:] for p in fleet.unexpected_exits()]
+    codes = fleet.stop_all()
+    assert set(codes.values()) == {0}, codes  # the survivors shut down cleanly

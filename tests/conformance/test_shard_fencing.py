@@ -201,3 +201,20 @@ async def blocked_by(pid: int, what: str) -> int:
             return None if row is None else row[0]
 
         return int(await wait_until(probe, within=10.0, what=what))
+
+
+async def test_runs_enqueued_in_shards_lists_recent_claims_of_those_shards(store: Store) -> None:
+    now = half_past()
+    runs = await due_runs(store, now, 3)
+    other = await due_runs(store, now, 1)
+    shard = runs[0].shard
+    await claim(store, shard, now, None)
+    await claim(store, other[0].shard, now, None)
+    in_shard = [r for r in runs + other if r.shard == shard]
+
+    got = await store.runs_enqueued_in_shards([shard], now, 100)
+
+    assert sorted(r.run_id for r in got) == sorted(r.run_id for r in in_shard)
+    assert {r.status for r in got} == {RunStatus.ENQUEUED}
+    later = now + timedelta(seconds=1)
+    assert await store.runs_enqueued_in_shards([shard], later, 100) == []  # older: the rescuer's

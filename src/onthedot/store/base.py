@@ -517,11 +517,11 @@ class DueStore(Protocol):
         """The earliest time bucket of the shard that may still hold PENDING runs."""
         ...
 
-    async def runs_enqueued_in_shard(self, shard: int, since: datetime,
-                                     limit: int) -> list[JobRun]:
-        """Read-only: ENQUEUED runs of the shard enqueued at or after ``since``, oldest first.
-        A watcher that takes a shard from a lapsed lease publishes again those the queue has
-        no message for: their claimer may have died between its claim and its publish."""
+    async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
+                                      limit: int) -> list[JobRun]:
+        """Read-only: ENQUEUED runs of these shards enqueued at or after ``since``, oldest
+        first. A watcher that takes shards from a lapsed lease publishes again those the queue
+        has no message for: their claimer may have died between its claim and its publish."""
         ...
 
 

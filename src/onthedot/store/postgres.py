@@ -535,10 +535,10 @@ class PostgresStore(SharedReads):
         async with self._tx() as conn:
             return await _claim_due(conn, claim)
 
-    async def runs_enqueued_in_shard(self, shard: int, since: datetime,
-                                     limit: int) -> list[JobRun]:
-        rows = await self._all(Q["runs_enqueued_in_shard"],
-                               {"shard": shard, "since": since, "limit": limit})
+    async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
+                                      limit: int) -> list[JobRun]:
+        rows = await self._all(Q["runs_enqueued_in_shards"],
+                               {"shards": sorted(set(shards)), "since": since, "limit": limit})
         return [run_from_row(r) for r in rows]
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:

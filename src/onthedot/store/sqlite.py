@@ -230,10 +230,10 @@ class SqliteStore(SharedReads):
     async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
         return await self._db.write(lambda c: _claim_due(c, claim))
 
-    async def runs_enqueued_in_shard(self, shard: int, since: datetime,
-                                     limit: int) -> list[JobRun]:
-        rows = await self._all(Q["runs_enqueued_in_shard"],
-                               {"shard": shard, "since": ts(since), "limit": limit})
+    async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
+                                      limit: int) -> list[JobRun]:
+        rows = await self._all(Q["runs_enqueued_in_shards"], {
+            "shards": json.dumps(sorted(set(shards))), "since": ts(since), "limit": limit})
         return [run_from_row(r) for r in rows]
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:

@@ -118,19 +118,19 @@ class Watcher:
         (ENQUEUED) lately but the queue has no message for: it died between the two. Older ones
         are the rescuer's (``republish_after``). A holder that was only paused may publish them
         too when it wakes; the worker's claim fences the duplicate. Returns how many."""
-        handed: list[JobRun] = []
         checked = set(self._orphaned)
-        for shard in sorted(checked):
-            if shard in self.leases:
-                now = self.clock.now()
-                since = now - timedelta(seconds=self.settings.republish_after)
-                runs = await self.store.runs_enqueued_in_shard(shard, since, CLAIM_BATCH)
-                live = await self.queue.live([r.run_id for r in runs]) if runs else set()
-                for run in runs:
-                    if run.run_id not in live:
-                        requeued = await self.store.run_requeue(run, now)
-                        if requeued is not None:  # else it moved on meanwhile
-                            handed.append(requeued)
+        shards = sorted(checked & self.leases.keys())
+        handed: list[JobRun] = []
+        if shards:
+            now = self.clock.now()
+            since = now - timedelta(seconds=self.settings.republish_after)
+            runs = await self.store.runs_enqueued_in_shards(shards, since, CLAIM_BATCH)
+            live = await self.queue.live([r.run_id for r in runs]) if runs else set()
+            for run in runs:
+                if run.run_id not in live:
+                    requeued = await self.store.run_requeue(run, now)
+                    if requeued is not None:  # else it moved on meanwhile
+                        handed.append(requeued)
         if handed:
             await self.queue.send_many([(r.run_id, run_message(r)) for r in handed])
             log.warning("watcher %s published %d runs again that the previous holder of their "

@@ -589,11 +589,11 @@ UPDATE shard_leases SET expires_at = %(released_at)s WHERE owner = %(owner)s
 UPDATE shard_leases SET expires_at = %(released_at)s
 WHERE owner = %(owner)s AND expires_at > %(now)s AND shard <> ALL(%(shards)s::integer[])
 
--- name: runs_enqueued_in_shard
--- A watcher that took the shard from a lapsed lease: the runs the previous holder claimed lately
+-- name: runs_enqueued_in_shards
+-- A watcher that took shards from a lapsed lease: the runs the previous holder claimed lately
 -- (it may have died before publishing them), through the job_runs_enqueued index.
 SELECT * FROM job_runs
-WHERE status = 'ENQUEUED' AND enqueued_at >= %(since)s AND shard = %(shard)s
+WHERE status = 'ENQUEUED' AND enqueued_at >= %(since)s AND shard = ANY(%(shards)s::integer[])
 ORDER BY enqueued_at LIMIT %(limit)s
 
 -- name: shard_lease_check

@@ -392,11 +392,12 @@ UPDATE shard_leases SET expires_at = :released_at WHERE owner = :owner
 UPDATE shard_leases SET expires_at = :released_at
 WHERE owner = :owner AND expires_at > :now AND shard NOT IN (SELECT value FROM json_each(:shards))
 
--- name: runs_enqueued_in_shard
--- A watcher that took the shard from a lapsed lease: the runs the previous holder claimed lately
+-- name: runs_enqueued_in_shards
+-- A watcher that took shards from a lapsed lease: the runs the previous holder claimed lately
 -- (it may have died before publishing them), through the job_runs_enqueued index.
 SELECT * FROM job_runs
-WHERE status = 'ENQUEUED' AND enqueued_at >= :since AND shard = :shard
+WHERE status = 'ENQUEUED' AND enqueued_at >= :since
+  AND shard IN (SELECT value FROM json_each(:shards))
 ORDER BY enqueued_at LIMIT :limit
 
 -- name: shard_lease_check

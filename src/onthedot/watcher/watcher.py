@@ -3,7 +3,8 @@
 It ticks at least every ``tick_seconds`` and is woken early when a run due within the tick is
 created (in-process by the service, across processes by the store's due notice). Publishing
 happens after the claim commits, so a crash in between leaves ENQUEUED runs that were never
-published: the rescuer publishes those again once ``republish_after`` has passed and the queue
+published: the watcher that takes the dead one's shards over publishes those again at once,
+and the rescuer any other once ``republish_after`` has passed; both only when the queue
 confirms they have no message. Duplicate publishes are fenced by the worker's claim.
 
 Shard ownership is kept by a task of its own, so a long dispatch tick never delays it::

@@ -83,7 +83,9 @@ class Watcher:
         leases = await self.store.shard_leases_acquire(self.member_id, wanted, now, ttl)
         gained = [lease for lease in leases if self.leases.get(lease.shard) != lease.token]
         self.leases = {lease.shard: lease.token for lease in leases}
-        self._orphaned |= {lease.shard for lease in leases if lease.taken_from is not None}
+        # (Not after our own lapse: a stalled process still publishes what it claimed.)
+        self._orphaned |= {lease.shard for lease in leases
+                           if lease.taken_from not in (None, self.member_id)}
         self._report_takeovers(leases)
         if gained:
             self._wake.set()

@@ -72,7 +72,8 @@ class Run:
 
 def logged_at(log: str, text: str) -> datetime:
     """When a process first logged ``text`` (its log lines start with the local time)."""
-    line = next(line for line in log.splitlines() if text in line)
+    line = next((line for line in log.splitlines() if text in line), None)
+    assert line is not None, f"never logged {text!r}:\n{log[-3000:]}"
     return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").astimezone(UTC)
 
 

@@ -103,7 +103,8 @@ def write_chart(rows: list[Row], path: Path, subtitle: str) -> None:
         ("scan", lambda ax, rs: _scan(ax, rs)),
         ("rss", lambda ax, rs: _hbars(ax, rs, "peak RSS, MiB (line: 150 MiB target)",
                                       line=150.0)),
-        ("crash", lambda ax, rs: _hbars(ax, rs, "SIGKILL -> re-executed, s (line: V + 1 s)",
+        ("crash", lambda ax, rs: _hbars(ax, rs, "SIGKILL -> re-executed (worker) / taken "
+                                        "over (watcher), s (line: V + 1 s)",
                                         line=_crash_line(rs))),
     ]
     for ax, (section, draw) in zip(axes.flat, panels, strict=True):

@@ -180,7 +180,7 @@ def _label(config: str) -> str:
 
 async def _async_sections(args: argparse.Namespace, sections: list[str], folder: Path,
                           logs: Path) -> list[Row]:
-    from bench import burst, crash, ingest, peers, rss, scan
+    from bench import burst, crash, ingest, peers, rss, scan, takeover
 
     rows: list[Row] = []
     configs, conc = _names(args.configs), _ints(args.concurrency)
@@ -223,6 +223,8 @@ async def _async_sections(args: argparse.Namespace, sections: list[str], folder:
         _say("crash -> re-execution")
         rows += await crash.crash_rows(args.crash_config, args.crash_visibility, args.reps,
                                        folder, logs)
+        _say("watcher takeover")
+        rows += await takeover.takeover_rows(args.crash_config, args.reps, folder, logs)
     return rows
 
 
@@ -296,7 +298,7 @@ def render_table(rows: list[Row]) -> str:
              "|---|---|---|---:|---:|---|"]
     titles = {"ingest": "ingest jobs/s", "burst": "burst lateness p99 s",
               "dispatch": "all done after due, s", "scan": "due scan, 32 shards, ms",
-              "rss": "peak RSS MiB", "crash": "kill -> re-executed, s"}
+              "rss": "peak RSS MiB", "crash": "kill -> re-executed / taken over, s"}
     for row in _collapse([copy.copy(r) for r in rows]):
         ceiling = row.ceiling.text() if row.ceiling is not None else ""
         lines.append(f"| {titles.get(row.section, row.section)} | {row.system} | {row.case} | "

@@ -58,7 +58,12 @@ class Settings(BaseSettings):
     shutdown_grace: float = Field(30.0, ge=0, description="seconds in-flight runs get to finish "
                                   "on SIGTERM")
     default_timezone: str = Field("UTC", description="timezone of jobs that name none")
-    shard_lease_seconds: float = Field(10.0, gt=0, description="shard ownership lease of a watcher")
+    shard_lease_seconds: float = Field(1.5, gt=0, description="shard ownership lease of a "
+                                       "watcher, renewed every quarter of it: a dead watcher's "
+                                       "shards are taken over within about 1.25 times this")
+    leader_lease_seconds: float = Field(10.0, gt=0, description="how long the rescuer and the "
+                                        "recurring watcher count as alive without a heartbeat "
+                                        "(the first live one leads)")
     max_body_bytes: int = Field(65536, gt=0, description="largest accepted API request body")
     max_batch_body_bytes: int = Field(8_388_608, gt=0, description="largest accepted body of "
                                       "POST /v1/jobs:batch (up to 1,000 jobs)")

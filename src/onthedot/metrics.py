@@ -90,6 +90,11 @@ class Metrics:
             self.runs_recovered.labels(cause=cause)
         for kind in RETENTION_KINDS:
             self.retention_removed.labels(kind=kind)
+        # Watcher failover (docs/reliability.md): shards this watcher took from another
+        # watcher whose lease lapsed without being released (it died or stalled).
+        self.shard_takeovers = Counter(
+            "onthedot_shard_takeovers", "Shards this watcher took over from a watcher whose "
+            "lease lapsed (dead or stalled)", registry=self.registry)
 
 
 REQUEST_READ_TIMEOUT_SECONDS = 5.0  # a client that sends no request line in time is dropped

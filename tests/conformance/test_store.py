@@ -29,6 +29,7 @@ from onthedot.store.base import (
     RunClaim,
     RunFinish,
     RunRetry,
+    ShardLease,
     Store,
 )
 from onthedot.store.postgres import PostgresStore
@@ -590,9 +591,10 @@ async def test_concurrent_shard_lease_owners_never_share_a_shard(store_env: Stor
     got = await asyncio.gather(*(o.shard_leases_acquire(f"w{i}", shards, now, 10.0)
                                  for i, o in enumerate(owners)))
 
-    taken = [s for g in got for s in g]
+    taken = [lease.shard for g in got for lease in g]
     assert sorted(taken) == shards  # every shard has exactly one owner
-    assert await store.shard_owners(now) == {s: f"w{i}" for i, g in enumerate(got) for s in g}
+    assert await store.shard_owners(now) == {lease.shard: f"w{i}" for i, g in enumerate(got)
+                                             for lease in g}
 
 
 # --- watermark -----------------------------------------------------------------------------
@@ -800,27 +802,34 @@ async def test_event_apply_revives_a_cancelled_next_run(store: Store) -> None:
 # --- shard leases and tokens ---------------------------------------------------------------
 
 
+def shards_of(leases: list[ShardLease]) -> list[int]:
+    return [lease.shard for lease in leases]
+
+
 async def test_shard_leases_single_owner_takeover_and_release(store: Store) -> None:
     now = half_past()
     ttl = 10.0
 
-    assert await store.shard_leases_acquire("a", [0, 1, 2], now, ttl) == [0, 1, 2]
-    assert await store.shard_leases_acquire("b", [1, 2, 3], now, ttl) == [3]
+    assert shards_of(await store.shard_leases_acquire("a", [0, 1, 2], now, ttl)) == [0, 1, 2]
+    assert shards_of(await store.shard_leases_acquire("b", [1, 2, 3], now, ttl)) == [3]
     assert await store.shard_owners(now) == {0: "a", 1: "a", 2: "a", 3: "b"}
 
     renewed_at = now + timedelta(seconds=5)
-    assert await store.shard_leases_acquire("a", [0, 1, 2], renewed_at, ttl) == [0, 1, 2]
+    renewed = await store.shard_leases_acquire("a", [0, 1, 2], renewed_at, ttl)
+    assert shards_of(renewed) == [0, 1, 2]
     still = now + timedelta(seconds=ttl + 1)  # past the first lease, inside the renewed one
-    assert await store.shard_leases_acquire("b", [1, 2, 3], still, ttl) == [3]
+    assert shards_of(await store.shard_leases_acquire("b", [1, 2, 3], still, ttl)) == [3]
 
     expired = renewed_at + timedelta(seconds=ttl)
-    assert await store.shard_leases_acquire("b", [1, 2, 3], expired, ttl) == [1, 2, 3]
+    assert shards_of(await store.shard_leases_acquire("b", [1, 2, 3], expired, ttl)) == [1, 2, 3]
     assert await store.shard_owners(expired) == {1: "b", 2: "b", 3: "b"}
-    assert await store.shard_leases_acquire("a", [0, 1, 2], expired, ttl) == [0]
+    assert shards_of(await store.shard_leases_acquire("a", [0, 1, 2], expired, ttl)) == [0]
 
     await store.shard_leases_release("b")
     assert await store.shard_owners(expired) == {0: "a"}
-    assert await store.shard_leases_acquire("a", [], expired, ttl) == [0]
+    # a shard no longer asked for is handed over at once, not left to lapse
+    assert shards_of(await store.shard_leases_acquire("a", [], expired, ttl)) == []
+    assert await store.shard_owners(expired) == {}
 
 
 async def test_members_heartbeat_lists_the_living_in_order(store: Store) -> None:

@@ -102,12 +102,31 @@ class DueClaim:
     # Runs whose scheduled_at is earlier than this instant are never looked at again once the
     # shard's watermark has passed their bucket; the watermark never passes this instant.
     watermark_margin_seconds: float = WATERMARK_MARGIN_SECONDS
+    # The fencing token of the caller's shard lease (``ShardLease.token``): the claim changes
+    # nothing unless it is still the shard's current token. None: unfenced (one-off tools and
+    # tests that own the database alone); the watcher always passes its token.
+    lease_token: int | None = None
 
 
 @dataclass(frozen=True)
 class DueClaimed:
     enqueued: list[JobRun]
     skipped: list[JobRun]
+    lease_lost: bool = False  # the claim's lease token is no longer the shard's: nothing claimed
+
+
+@dataclass(frozen=True)
+class ShardLease:
+    """One shard a watcher holds, as ``shard_leases_acquire`` reports it."""
+
+    shard: int
+    # The tenure's fencing token: it goes up whenever the shard changes hands or its lease
+    # lapsed, and stays while the same owner renews in time. Due claims pass it
+    # (``DueClaim.lease_token``).
+    token: int
+    # Set when this call took the shard from a lease that lapsed without being released (its
+    # holder died or stalled): that holder's member id (possibly the caller's own).
+    taken_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -489,7 +508,12 @@ class DueStore(Protocol):
     """What the watcher uses to find due runs: the claim walk and its wake-up.
 
     * ``runs_claim_due`` may be called concurrently for the same shard by several watchers: a
-      PENDING run is moved to ENQUEUED (or SKIPPED) by exactly one of them. The shard's
+      PENDING run is moved to ENQUEUED (or SKIPPED) by exactly one of them. A claim that names
+      a lease token is fenced: it first checks, in its own transaction, that the token is still
+      the shard's (PostgreSQL holds a share lock on the lease row until it commits, so a
+      takeover waits for a claim in flight); with a stale token it changes nothing and reports
+      ``lease_lost``. So a watcher that lost its lease while paused cannot dispatch from a
+      shard another watcher now owns. The shard's
       watermark only advances by a compare-and-set on the generation the walk read
       (``store/watermark.py``); inserting a run at or behind the watermark lowers it and bumps
       the generation in the inserting transaction, so no PENDING run is ever left behind it.
@@ -512,6 +536,13 @@ class DueStore(Protocol):
 
     async def shard_watermark(self, shard: int) -> int | None:
         """The earliest time bucket of the shard that may still hold PENDING runs."""
+        ...
+
+    async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
+                                      limit: int) -> list[JobRun]:
+        """Read-only: ENQUEUED runs of these shards enqueued at or after ``since``, oldest
+        first. A watcher that takes shards from a lapsed lease publishes again those the queue
+        has no message for: their claimer may have died between its claim and its publish."""
         ...
 
 
@@ -601,17 +632,24 @@ class LeaseStore(Protocol):
 
     * A shard has at most one owner whose lease has not expired; taking or renewing is one
       conditional write per shard, so two members racing for a shard cannot both own it.
+    * Each tenure of a shard has a fencing token (``ShardLease.token``), bumped in the same
+      write whenever the shard changes hands or its lease had lapsed; due claims check it, so
+      a holder whose lease lapsed cannot dispatch once another has taken the shard.
     * Membership rows (``members_heartbeat``) only say who is alive; ownership is always the
       lease. Heartbeats and leaving are idempotent.
     """
 
     async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,
-                                   ttl_seconds: float) -> list[int]:
-        """Take or renew each listed shard that is free, expired or already ours; return the
-        shards now owned by ``owner``."""
+                                   ttl_seconds: float) -> list[ShardLease]:
+        """Take or renew each listed shard that is free, expired or already ours, and release
+        ``owner``'s leases of the shards not listed (handed over to a watcher that joined);
+        return the shards now owned by ``owner`` (in shard order) with their tokens."""
         ...
 
-    async def shard_leases_release(self, owner: str) -> None: ...
+    async def shard_leases_release(self, owner: str) -> None:
+        """End ``owner``'s leases at once (a clean stop): the shards are free to take, and
+        whoever takes them gets a new token."""
+        ...
 
     async def shard_owners(self, now: datetime) -> dict[int, str]: ...
 

@@ -92,6 +92,7 @@ from onthedot.store.base import (
     RunClaim,
     RunFinish,
     RunRetry,
+    ShardLease,
 )
 from onthedot.store.codec import (
     dump_output,
@@ -119,6 +120,7 @@ from onthedot.store.history_rows import (
     change_params,
 )
 from onthedot.store.insert_many import InsertPlan
+from onthedot.store.leases import RELEASED_AT, leases_taken
 from onthedot.store.pg_partitions import (
     Layout,
     day_name,
@@ -567,6 +569,12 @@ class PostgresStore(SharedReads):
         async with self._tx() as conn:
             return await _claim_due(conn, claim)
 
+    async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
+                                      limit: int) -> list[JobRun]:
+        rows = await self._all(Q["runs_enqueued_in_shards"],
+                               {"shards": sorted(set(shards)), "since": since, "limit": limit})
+        return [run_from_row(r) for r in rows]
+
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
         at = _scheduled_at(claim.run_id)
         if at is None:
@@ -798,18 +806,27 @@ class PostgresStore(SharedReads):
 
     # --- shard leases --------------------------------------------------------------------
     async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,
-                                   ttl_seconds: float) -> list[int]:
+                                   ttl_seconds: float) -> list[ShardLease]:
+        wanted = sorted(set(shards))
+        previous: dict[int, tuple[str, datetime]] = {}
         async with self._tx() as conn:
-            if shards:
+            await conn.execute(Q["shard_leases_hand_over"], {
+                "owner": owner, "shards": wanted, "now": now, "released_at": RELEASED_AT})
+            if wanted:
+                cur = await conn.execute(Q["shard_leases_previous"], {"shards": wanted})
+                previous = {int(r["shard"]): (str(r["owner"]), r["expires_at"])
+                            for r in await cur.fetchall()}
                 await conn.execute(Q["shard_lease_take"], {
-                    "shards": sorted(set(shards)), "owner": owner,
+                    "shards": wanted, "owner": owner,
                     "expires_at": now + timedelta(seconds=ttl_seconds), "now": now,
                 })
             cur = await conn.execute(Q["shard_leases_owned"], {"owner": owner, "now": now})
-            return [int(r["shard"]) for r in await cur.fetchall()]
+            owned = [(int(r["shard"]), int(r["token"])) for r in await cur.fetchall()]
+        return leases_taken(previous, owned, now)
 
     async def shard_leases_release(self, owner: str) -> None:
-        await self._count(Q["shard_leases_release"], {"owner": owner})
+        await self._count(Q["shard_leases_release"], {"owner": owner,
+                                                      "released_at": RELEASED_AT})
 
     async def shard_owners(self, now: datetime) -> dict[int, str]:
         rows = await self._all(Q["shard_owners"], {"now": now})
@@ -1074,7 +1091,13 @@ class PostgresStore(SharedReads):
 
 async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
     """Walk the shard's hourly buckets from its watermark up to now, claiming due runs
-    (``store.watermark`` decides where the walk starts and where the watermark moves)."""
+    (``store.watermark`` decides where the walk starts and where the watermark moves), unless
+    the claim's lease token is no longer the shard's."""
+    if claim.lease_token is not None:
+        held = await (await conn.execute(Q["shard_lease_check"], {
+            "shard": claim.shard, "token": claim.lease_token})).fetchone()
+        if held is None:
+            return DueClaimed(enqueued=[], skipped=[], lease_lost=True)
     row = await (await conn.execute(Q["watermark_get"], {"shard": claim.shard})).fetchone()
     generation = None if row is None else int(row["generation"])
     oldest: int | None = None

@@ -59,6 +59,7 @@ from onthedot.store.base import (
     RunClaim,
     RunFinish,
     RunRetry,
+    ShardLease,
 )
 from onthedot.store.codec import (
     dump_output,
@@ -85,6 +86,7 @@ from onthedot.store.history_rows import (
     change_params,
 )
 from onthedot.store.insert_many import InsertPlan
+from onthedot.store.leases import RELEASED_AT, leases_taken
 from onthedot.store.reads import SharedReads
 from onthedot.store.tokens import (
     ACTIVE,
@@ -233,6 +235,12 @@ class SqliteStore(SharedReads):
 
     async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
         return await self._db.write(lambda c: _claim_due(c, claim))
+
+    async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
+                                      limit: int) -> list[JobRun]:
+        rows = await self._all(Q["runs_enqueued_in_shards"], {
+            "shards": json.dumps(sorted(set(shards))), "since": ts(since), "limit": limit})
+        return [run_from_row(r) for r in rows]
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
         params = {
@@ -448,21 +456,30 @@ class SqliteStore(SharedReads):
 
     # --- shard leases --------------------------------------------------------------------
     async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,
-                                   ttl_seconds: float) -> list[int]:
+                                   ttl_seconds: float) -> list[ShardLease]:
         expires = ts(now + timedelta(seconds=ttl_seconds))
+        wanted = sorted(set(shards))
 
-        def tx(c: sqlite3.Connection) -> list[int]:
+        def tx(c: sqlite3.Connection) -> list[ShardLease]:
+            c.execute(Q["shard_leases_hand_over"], {
+                "owner": owner, "shards": json.dumps(wanted), "now": ts(now),
+                "released_at": ts(RELEASED_AT)})
+            previous = {int(r["shard"]): (str(r["owner"]), need_ts(r["expires_at"]))
+                        for r in c.execute(Q["shard_leases_previous"],
+                                           {"shards": json.dumps(wanted)})}
             c.executemany(Q["shard_lease_take"], [
                 {"shard": s, "owner": owner, "expires_at": expires, "now": ts(now)}
-                for s in shards
+                for s in wanted
             ])
             rows = c.execute(Q["shard_leases_owned"], {"owner": owner, "now": ts(now)})
-            return [int(r["shard"]) for r in rows]
+            return leases_taken(previous, [(int(r["shard"]), int(r["token"])) for r in rows],
+                                now)
 
         return await self._db.write(tx)
 
     async def shard_leases_release(self, owner: str) -> None:
-        await self._db.write(lambda c: c.execute(Q["shard_leases_release"], {"owner": owner}))
+        params = {"owner": owner, "released_at": ts(RELEASED_AT)}
+        await self._db.write(lambda c: c.execute(Q["shard_leases_release"], params))
 
     async def shard_owners(self, now: datetime) -> dict[int, str]:
         rows = await self._all(Q["shard_owners"], {"now": ts(now)})
@@ -731,7 +748,11 @@ def _watermark_touches(runs: Sequence[JobRun], now: datetime) -> list[dict[str, 
 
 def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
     """Walk the shard's hourly buckets from its watermark up to now, claiming due runs
-    (``store.watermark`` decides where the walk starts and where the watermark moves)."""
+    (``store.watermark`` decides where the walk starts and where the watermark moves), unless
+    the claim's lease token is no longer the shard's."""
+    if claim.lease_token is not None and c.execute(Q["shard_lease_check"], {
+            "shard": claim.shard, "token": claim.lease_token}).fetchone() is None:
+        return DueClaimed(enqueued=[], skipped=[], lease_lost=True)
     row = c.execute(Q["watermark_get"], {"shard": claim.shard}).fetchone()
     generation = None if row is None else int(row["generation"])
     oldest: int | None = None

@@ -44,7 +44,7 @@ class RecurringWatcher:
 
     async def is_leader(self) -> bool:
         members = await self.store.members_heartbeat(
-            CONSUMER, self.member_id, self.clock.now(), self.settings.shard_lease_seconds)
+            CONSUMER, self.member_id, self.clock.now(), self.settings.leader_lease_seconds)
         return bool(members) and members[0] == self.member_id
 
     async def run_once(self) -> int:

@@ -75,7 +75,7 @@ class Rescuer:
 
     async def is_leader(self) -> bool:
         members = await self.store.members_heartbeat(
-            GROUP, self.member_id, self.clock.now(), self.settings.shard_lease_seconds)
+            GROUP, self.member_id, self.clock.now(), self.settings.leader_lease_seconds)
         return bool(members) and members[0] == self.member_id
 
     async def run_once(self) -> Sweep:

@@ -3,8 +3,20 @@
 It ticks at least every ``tick_seconds`` and is woken early when a run due within the tick is
 created (in-process by the service, across processes by the store's due notice). Publishing
 happens after the claim commits, so a crash in between leaves ENQUEUED runs that were never
-published: the rescuer publishes those again once ``republish_after`` has passed and the queue
+published: the watcher that takes the dead one's shards over publishes those again at once,
+and the rescuer any other once ``republish_after`` has passed; both only when the queue
 confirms they have no message. Duplicate publishes are fenced by the worker's claim.
+
+Shard ownership is kept by a task of its own, so a long dispatch tick never delays it::
+
+    every lease/4:  heartbeat membership -> assigned shards (rendezvous over the live members)
+                    -> take or renew their leases, hand the others over -> wake the dispatch
+                       when a shard was gained (a dead watcher's shards, taken once its lease
+                       lapsed: within lease + lease/4 of its last renewal)
+
+Every due claim carries its shard's lease token; a claim whose token is no longer the shard's
+(the lease lapsed while this process was paused, and another watcher took the shard) changes
+nothing, and the shard is dropped until a renewal takes it again.
 """
 
 from __future__ import annotations
@@ -16,10 +28,11 @@ from datetime import datetime, timedelta
 
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
+from onthedot.domain.models import JobRun
 from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
-from onthedot.store.base import DueClaim, Store
+from onthedot.store.base import DueClaim, ShardLease, Store
 from onthedot.watcher.shards import assigned_shards
 
 log = logging.getLogger("onthedot.watcher")
@@ -27,6 +40,10 @@ log = logging.getLogger("onthedot.watcher")
 CLAIM_BATCH = 1000  # runs claimed per shard per query; a full batch means "look again at once"
 WHOLE_SECOND_MARGIN_SECONDS = 0.002  # wake this long after a whole second (clock granularity)
 MEMBER_GROUP = "watcher"
+# Renew the shard leases every quarter of a lease: three renewals in a row may fail (a slow
+# database, a busy event loop) before the lease lapses, and a survivor notices a dead watcher's
+# lapsed lease within a quarter of a lease.
+LEASE_RENEW_FRACTION = 0.25
 
 
 class Watcher:
@@ -38,7 +55,10 @@ class Watcher:
         self.settings = settings
         self.metrics = metrics
         self.member_id = member_id
-        self.owned: list[int] = []
+        self.leases: dict[int, int] = {}  # owned shard -> the fencing token of its lease
+        # Shards taken from a lapsed lease whose recent ENQUEUED runs are still to be checked:
+        # their holder may have died between its claim and its publish.
+        self._orphaned: set[int] = set()
         self._wake = asyncio.Event()
         self._next_wake: datetime | None = None  # earliest known due instant before next tick
 
@@ -49,28 +69,92 @@ class Watcher:
         elif self._next_wake is None or due_at < self._next_wake:
             self._next_wake = due_at
 
+    @property
+    def owned(self) -> list[int]:
+        return sorted(self.leases)
+
     async def refresh_shards(self) -> list[int]:
-        """Heartbeat membership, then take or renew the leases of our assigned shards."""
+        """Heartbeat membership, then take or renew the leases of our assigned shards (and
+        hand over the others); wakes the dispatch when a shard was gained."""
         now = self.clock.now()
         ttl = self.settings.shard_lease_seconds
         members = await self.store.members_heartbeat(MEMBER_GROUP, self.member_id, now, ttl)
         wanted = assigned_shards(self.member_id, members, self.settings.shards)
-        self.owned = await self.store.shard_leases_acquire(self.member_id, wanted, now, ttl)
+        leases = await self.store.shard_leases_acquire(self.member_id, wanted, now, ttl)
+        gained = [lease for lease in leases if self.leases.get(lease.shard) != lease.token]
+        self.leases = {lease.shard: lease.token for lease in leases}
+        # (Not after our own lapse: a stalled process still publishes what it claimed.)
+        self._orphaned |= {lease.shard for lease in leases
+                           if lease.taken_from not in (None, self.member_id)}
+        self._report_takeovers(leases)
+        if gained:
+            self._wake.set()
         return self.owned
+
+    def _report_takeovers(self, leases: list[ShardLease]) -> None:
+        """A line and a counter for shards taken from a lapsed lease: another watcher died or
+        stalled, or (taken from ourselves) this process stalled for longer than a lease."""
+        others: dict[str, list[int]] = {}
+        for lease in leases:
+            if lease.taken_from is not None:
+                others.setdefault(lease.taken_from, []).append(lease.shard)
+        mine = others.pop(self.member_id, [])
+        if mine:
+            log.warning("watcher %s: its own lease of shards %s lapsed (stalled for more than "
+                        "%gs); took them back with new tokens", self.member_id, mine,
+                        self.settings.shard_lease_seconds)
+        for holder, shards in sorted(others.items()):
+            self.metrics.shard_takeovers.inc(len(shards))
+            log.warning("watcher %s took over shards %s from watcher %s, whose lease lapsed "
+                        "(it died or stalled)", self.member_id, shards, holder)
 
     async def run_once(self) -> int:
         """One tick over every owned shard; returns how many runs were claimed (published or
         skipped)."""
-        published = 0
+        published = await self._publish_orphans()
         for shard in self.owned:
             published += await self._dispatch_shard(shard)
         return published
 
+    async def _publish_orphans(self) -> int:
+        """Publish again the runs of shards taken from a lapsed lease that their holder claimed
+        (ENQUEUED) lately but the queue has no message for: it died between the two. Older ones
+        are the rescuer's (``republish_after``). A holder that was only paused may publish them
+        too when it wakes; the worker's claim fences the duplicate. Returns how many."""
+        checked = set(self._orphaned)
+        shards = sorted(checked & self.leases.keys())
+        handed: list[JobRun] = []
+        if shards:
+            now = self.clock.now()
+            since = now - timedelta(seconds=self.settings.republish_after)
+            runs = await self.store.runs_enqueued_in_shards(shards, since, CLAIM_BATCH)
+            live = await self.queue.live([r.run_id for r in runs]) if runs else set()
+            for run in runs:
+                if run.run_id not in live:
+                    requeued = await self.store.run_requeue(run, now)
+                    if requeued is not None:  # else it moved on meanwhile
+                        handed.append(requeued)
+        if handed:
+            await self.queue.send_many([(r.run_id, run_message(r)) for r in handed])
+            log.warning("watcher %s published %d runs again that the previous holder of their "
+                        "shards had claimed but not published", self.member_id, len(handed))
+        self._orphaned -= checked  # on a failure above, checked again next tick
+        return len(handed)
+
     async def _dispatch_shard(self, shard: int) -> int:
+        token = self.leases.get(shard)
+        if token is None:  # handed over or lost since the tick began
+            return 0
         now = self.clock.now()
         claimed = await self.store.runs_claim_due(DueClaim(
             shard=shard, now=now, limit=CLAIM_BATCH,
-            misfire_grace_seconds=self.settings.misfire_grace))
+            misfire_grace_seconds=self.settings.misfire_grace, lease_token=token))
+        if claimed.lease_lost:
+            if self.leases.get(shard) == token:
+                del self.leases[shard]
+            log.warning("watcher %s: shard %d has a new owner (our lease lapsed); stopped "
+                        "dispatching it", self.member_id, shard)
+            return 0
         runs = claimed.enqueued
         if runs:
             await self.queue.send_many([(r.run_id, run_message(r)) for r in runs])
@@ -84,24 +168,38 @@ class Watcher:
         return len(runs) + len(claimed.skipped)
 
     async def run(self, stop: asyncio.Event) -> None:
-        lease_refresh_every = self.settings.shard_lease_seconds / 3
+        keeper = asyncio.create_task(self._keep_leases(stop), name="onthedot-watcher-leases")
+        try:
+            while not stop.is_set():
+                try:
+                    self._wake.clear()
+                    published = await self.run_once()
+                except Exception:
+                    log.exception("dispatch tick failed; trying again next tick")
+                    published = 0
+                if published < CLAIM_BATCH:  # a full batch: more are due, go again at once
+                    await self._sleep(stop)
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await self.store.shard_leases_release(self.member_id)
+                await self.store.members_leave(MEMBER_GROUP, self.member_id)
+
+    async def _keep_leases(self, stop: asyncio.Event) -> None:
+        """Renew on a fixed beat (not a fixed pause after each renewal), so a slow renewal does
+        not stretch the time a survivor needs to notice a dead watcher."""
+        every = self.settings.shard_lease_seconds * LEASE_RENEW_FRACTION
         loop = asyncio.get_running_loop()
-        next_refresh = 0.0
+        beat = loop.time()
         while not stop.is_set():
             try:
-                if loop.time() >= next_refresh:
-                    await self.refresh_shards()
-                    next_refresh = loop.time() + lease_refresh_every
-                self._wake.clear()
-                published = await self.run_once()
+                await self.refresh_shards()
             except Exception:
-                log.exception("dispatch tick failed; trying again next tick")
-                published = 0
-            if published < CLAIM_BATCH:  # a full batch: more are due, go again at once
-                await self._sleep(stop)
-        with contextlib.suppress(Exception):
-            await self.store.shard_leases_release(self.member_id)
-            await self.store.members_leave(MEMBER_GROUP, self.member_id)
+                log.exception("shard lease renewal failed; trying again in %gs", every)
+            beat = max(beat + every, loop.time())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=beat - loop.time())
 
     def _sleep_seconds(self) -> float:
         """Until the next tick, the next known due run, or just past the next whole second,

@@ -587,18 +587,47 @@ SET status = coalesce(%(job_status)s::text, status),
     version = version + 1
 WHERE job_id = %(job_id)s AND version = %(version)s
 
+-- name: shard_leases_previous
+-- Who held the wanted shards before this take, and until when (store/leases.py tells a take
+-- from a lapsed lease from a renewal or a take of a released one).
+SELECT shard, owner, expires_at FROM shard_leases WHERE shard = ANY(%(shards)s::integer[])
+
 -- name: shard_lease_take
--- Shards in ascending order, so two owners asking for overlapping sets cannot deadlock.
+-- Shards in ascending order, so two owners asking for overlapping sets cannot deadlock. A new
+-- tenure (another owner, or the lease had lapsed) gets the next fencing token; the update waits
+-- for any due claim in flight that holds the row (shard_lease_check's share lock).
 INSERT INTO shard_leases AS l (shard, owner, expires_at)
 SELECT s, %(owner)s, %(expires_at)s FROM unnest(%(shards)s::integer[]) AS s ORDER BY s
-ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
+    token = CASE WHEN l.owner = excluded.owner AND l.expires_at > %(now)s THEN l.token
+                 ELSE l.token + 1 END
 WHERE l.owner = excluded.owner OR l.expires_at <= %(now)s
 
 -- name: shard_leases_owned
-SELECT shard FROM shard_leases WHERE owner = %(owner)s AND expires_at > %(now)s ORDER BY shard
+SELECT shard, token FROM shard_leases
+WHERE owner = %(owner)s AND expires_at > %(now)s ORDER BY shard
 
 -- name: shard_leases_release
-DELETE FROM shard_leases WHERE owner = %(owner)s
+-- The row stays (its token must never start again from 1); the lease ends now.
+UPDATE shard_leases SET expires_at = %(released_at)s WHERE owner = %(owner)s
+
+-- name: shard_leases_hand_over
+-- The owner's leases of shards it no longer wants (another watcher joined) end now, so their new
+-- owner takes them at its next renewal instead of after the lease.
+UPDATE shard_leases SET expires_at = %(released_at)s
+WHERE owner = %(owner)s AND expires_at > %(now)s AND shard <> ALL(%(shards)s::integer[])
+
+-- name: runs_enqueued_in_shards
+-- A watcher that took shards from a lapsed lease: the runs the previous holder claimed lately
+-- (it may have died before publishing them), through the job_runs_enqueued index.
+SELECT * FROM job_runs
+WHERE status = 'ENQUEUED' AND enqueued_at >= %(since)s AND shard = ANY(%(shards)s::integer[])
+ORDER BY enqueued_at LIMIT %(limit)s
+
+-- name: shard_lease_check
+-- The fence of a due claim, its first statement: is the claim's token still the shard's? The
+-- share lock holds until the claim commits, so no takeover lands while a claim is in flight.
+SELECT 1 AS held FROM shard_leases WHERE shard = %(shard)s AND token = %(token)s FOR SHARE
 
 -- name: shard_owners
 SELECT shard, owner FROM shard_leases WHERE expires_at > %(now)s

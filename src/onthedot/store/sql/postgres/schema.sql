@@ -132,7 +132,8 @@ CREATE TABLE shard_watermarks (
 CREATE TABLE shard_leases (
     shard      integer PRIMARY KEY,
     owner      text NOT NULL,
-    expires_at timestamptz NOT NULL
+    expires_at timestamptz NOT NULL,                -- 1970-01-01: released (rows stay)
+    token      bigint NOT NULL DEFAULT 1            -- (0008) fencing token of the tenure
 );
 
 -- Who is alive in a group (all watchers, the recurring watchers); ownership is the lease.

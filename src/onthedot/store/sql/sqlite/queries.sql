@@ -387,16 +387,45 @@ SET status = CASE WHEN :job_status IS NULL THEN status ELSE :job_status END,
     version = version + 1
 WHERE job_id = :job_id AND version = :version
 
+-- name: shard_leases_previous
+-- Who held the wanted shards before this take, and until when (store/leases.py tells a take
+-- from a lapsed lease from a renewal or a take of a released one).
+SELECT shard, owner, expires_at FROM shard_leases
+WHERE shard IN (SELECT value FROM json_each(:shards))
+
 -- name: shard_lease_take
+-- A new tenure (another owner, or the lease had lapsed) gets the next fencing token.
 INSERT INTO shard_leases (shard, owner, expires_at) VALUES (:shard, :owner, :expires_at)
-ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
+    token = CASE WHEN shard_leases.owner = excluded.owner AND shard_leases.expires_at > :now
+                 THEN shard_leases.token ELSE shard_leases.token + 1 END
 WHERE shard_leases.owner = excluded.owner OR shard_leases.expires_at <= :now
 
 -- name: shard_leases_owned
-SELECT shard FROM shard_leases WHERE owner = :owner AND expires_at > :now ORDER BY shard
+SELECT shard, token FROM shard_leases WHERE owner = :owner AND expires_at > :now ORDER BY shard
 
 -- name: shard_leases_release
-DELETE FROM shard_leases WHERE owner = :owner
+-- The row stays (its token must never start again from 1); the lease ends now.
+UPDATE shard_leases SET expires_at = :released_at WHERE owner = :owner
+
+-- name: shard_leases_hand_over
+-- The owner's leases of shards it no longer wants (another watcher joined) end now, so their new
+-- owner takes them at its next renewal instead of after the lease.
+UPDATE shard_leases SET expires_at = :released_at
+WHERE owner = :owner AND expires_at > :now AND shard NOT IN (SELECT value FROM json_each(:shards))
+
+-- name: runs_enqueued_in_shards
+-- A watcher that took shards from a lapsed lease: the runs the previous holder claimed lately
+-- (it may have died before publishing them), through the job_runs_enqueued index.
+SELECT * FROM job_runs
+WHERE status = 'ENQUEUED' AND enqueued_at >= :since
+  AND shard IN (SELECT value FROM json_each(:shards))
+ORDER BY enqueued_at LIMIT :limit
+
+-- name: shard_lease_check
+-- The fence of a due claim, inside its write transaction: is the claim's token still the
+-- shard's? (BEGIN IMMEDIATE already keeps a takeover out until the claim commits.)
+SELECT 1 AS held FROM shard_leases WHERE shard = :shard AND token = :token
 
 -- name: shard_owners
 SELECT shard, owner FROM shard_leases WHERE expires_at > :now

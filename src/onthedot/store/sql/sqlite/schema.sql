@@ -97,7 +97,8 @@ CREATE TABLE shard_watermarks (
 CREATE TABLE shard_leases (
     shard      INTEGER PRIMARY KEY,
     owner      TEXT NOT NULL,
-    expires_at TEXT NOT NULL
+    expires_at TEXT NOT NULL,                       -- 1970-01-01: released (rows stay)
+    token INTEGER NOT NULL DEFAULT 1                -- (0008) fencing token of the tenure
 );
 
 CREATE TABLE members (

@@ -589,3 +589,32 @@ async def test_table_queue_upgrades_a_file_keyed_by_message_id(tmp_path: Path) -
         assert await queue.depth() == 1
     finally:
         await queue.close()
+
+
+@pytest.mark.nats
+async def test_nats_a_receiver_stalled_past_its_pull_deadline_loses_no_message() -> None:
+    """A worker's event loop can stall (CPU starved, a long GC) while the server hands its
+    lingering pull a message: the client's wait for that pull then ends before it read the
+    message. The message must still reach a receiver at once, not after AckWait."""
+    prefix = f"t{secrets.token_hex(6)}"
+    long_visibility = 60.0  # far longer than the test: a message left to AckWait fails it
+    receiver = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=long_visibility)
+    sender = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=long_visibility)
+    await receiver.open()
+    await sender.open()
+    try:
+        waiting = asyncio.create_task(receiver.receive(1, long_visibility, wait_seconds=0.5))
+        await asyncio.sleep(0.2)  # the lingering pull is at the server
+        await sender.send("run-1", b"x")
+        time.sleep(2.5)  # noqa: ASYNC251 -- the point: the loop stalls past the pull's end
+        try:
+            got = await waiting
+        except BackendError:  # a failed receive is retried by the worker; the message waits
+            got = []
+        if not got:  # the stalled pull let it go: it must come back now, not after AckWait
+            got = await receiver.receive(1, long_visibility, wait_seconds=SOON)
+        assert [d.message_id for d in got] == ["run-1"]
+    finally:
+        await receiver.close()
+        await sender.close()
+        await delete_streams(NATS_URL, prefix)

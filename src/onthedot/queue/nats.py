@@ -98,6 +98,11 @@ PING_TIMEOUT_SECONDS = 2.0  # a health check answers fast or reports the queue d
 PULL_GRACE_SECONDS = 1.0  # wait this long past a pull's expiry for the server's closing 408
 MIN_LINGER_SECONDS = 0.01  # shorter waits are not worth a lingering pull request
 BUSY_PAUSE_SECONDS = 0.05  # after a pull the server refused (409), before pulling again
+PENDING_READ_SECONDS = 0.05  # to take a message the client holds already, past a pull's end
+# A pull we stopped reading before the server closed it may still be answered (our loop
+# stalled, the server was slow): its reply inbox is watched this long past the pull's end and
+# every late message is handed straight back (NAK), so it waits for no AckWait.
+LATE_REPLY_WATCH_SECONDS = 5.0
 LEASE_MARGIN_FRACTION = 0.1  # of the visibility timeout: time for an ack to reach the server
 MAX_TRACKED = 100_000  # in-flight deliveries remembered by one queue object
 PUBLISH_CONCURRENCY = 256  # publishes awaiting their ack at once in send_many
@@ -212,6 +217,7 @@ class NatsQueue:
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._idle: list[Subscription] = []  # reply subscriptions with no pull in progress
+        self._late_watches: set[asyncio.Task[None]] = set()  # see _watch_late_replies
         self._instance = secrets.token_hex(4)  # receipts of other queue objects never match
         # receipt -> delivery, oldest lease first (extend moves an entry to the end)
         self._inflight: OrderedDict[str, _InFlight] = OrderedDict()
@@ -311,6 +317,10 @@ class NatsQueue:
         self._inflight.clear()
         self._receipt_of.clear()
         self._idle.clear()
+        watches, self._late_watches = self._late_watches, set()
+        for task in watches:
+            task.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
         if nc is None or nc.is_closed:
             return
         try:
@@ -437,7 +447,11 @@ class NatsQueue:
                 while len(pulled.msgs) < batch:
                     remaining = end - time.monotonic()
                     if remaining <= 0:
-                        break
+                        if sub.pending_msgs == 0:
+                            break
+                        # Our loop stalled past the end while the answer had arrived: it is
+                        # ours (its AckWait runs), so take it rather than let it go.
+                        remaining = PENDING_READ_SECONDS
                     try:
                         msg = await sub.next_msg(timeout=remaining)
                     except nats.errors.TimeoutError:
@@ -459,13 +473,37 @@ class NatsQueue:
             if closed and sub.pending_msgs == 0:
                 self._idle.append(sub)
             else:
-                with contextlib.suppress(nats.errors.Error, OSError):
-                    await sub.unsubscribe()
+                self._watch_late_replies(sub)
         if pulled.status not in (None, "404", "408", "409") or "Deleted" in pulled.description:
             raise BackendError(f"NATS pull failed: {pulled.status} {pulled.description}")
         if not closed and not pulled.msgs:
             raise BackendError(f"NATS did not answer a pull within {limit:g}s")
         return pulled
+
+    def _watch_late_replies(self, sub: Subscription) -> None:
+        """Retire the reply inbox of a pull we stopped reading early: what the server still
+        delivers to it is NAKed (visible again at once) until the watch ends, then the inbox is
+        dropped. Without this, a message delivered into a dropped inbox waits out AckWait."""
+        task = asyncio.get_running_loop().create_task(self._hand_back_late(sub))
+        self._late_watches.add(task)
+        task.add_done_callback(self._late_watches.discard)
+
+    async def _hand_back_late(self, sub: Subscription) -> None:
+        end = time.monotonic() + LATE_REPLY_WATCH_SECONDS
+        try:
+            while (remaining := end - time.monotonic()) > 0:
+                try:
+                    msg = await sub.next_msg(timeout=remaining)
+                except nats.errors.TimeoutError:
+                    break
+                if (msg.headers or {}).get("Status"):
+                    break  # the server closed the pull: nothing more comes
+                await msg.nak()
+        except (nats.errors.Error, OSError):
+            pass  # disconnected: the server redelivers after AckWait, as for any lost receiver
+        finally:
+            with contextlib.suppress(nats.errors.Error, OSError):
+                await sub.unsubscribe()
 
     def _track(self, msg: Msg, lease_from: float) -> Delivery:
         meta = msg.metadata

@@ -19,6 +19,7 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -599,14 +600,26 @@ async def test_nats_a_receiver_stalled_past_its_pull_deadline_loses_no_message()
     prefix = f"t{secrets.token_hex(6)}"
     long_visibility = 60.0  # far longer than the test: a message left to AckWait fails it
     receiver = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=long_visibility)
-    sender = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=long_visibility)
     await receiver.open()
-    await sender.open()
+
+    def publish_from_another_thread() -> None:
+        async def publish() -> None:
+            sender = NatsQueue(NATS_URL, prefix=prefix, visibility_timeout=long_visibility)
+            await sender.open()
+            try:
+                await sender.send("run-1", b"x")
+            finally:
+                await sender.close()
+        asyncio.run(publish())
+
     try:
         waiting = asyncio.create_task(receiver.receive(1, long_visibility, wait_seconds=0.5))
         await asyncio.sleep(0.2)  # the lingering pull is at the server
-        await sender.send("run-1", b"x")
-        time.sleep(2.5)  # noqa: ASYNC251 -- the point: the loop stalls past the pull's end
+        sender = threading.Thread(target=publish_from_another_thread)
+        sender.start()
+        # The loop stalls past the pull's end and its grace while the message is delivered.
+        time.sleep(2.5)  # noqa: ASYNC251 -- the stall is the point
+        sender.join()
         try:
             got = await waiting
         except BackendError:  # a failed receive is retried by the worker; the message waits
@@ -616,5 +629,4 @@ async def test_nats_a_receiver_stalled_past_its_pull_deadline_loses_no_message()
         assert [d.message_id for d in got] == ["run-1"]
     finally:
         await receiver.close()
-        await sender.close()
         await delete_streams(NATS_URL, prefix)

@@ -21,6 +21,7 @@ failed, and the rescuer and a worker executed it again up to max_attempts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Awaitable
 from datetime import timedelta
@@ -265,3 +266,32 @@ async def test_a_dead_letter_is_redriven_only_when_its_job_lets_it_run(
         with pytest.raises(ConflictError) as refused:
             await svc.redrive("alice", run.run_id)
         assert refused.value.code == "job_cancelled"
+
+
+@pytest.mark.parametrize("change", ["pause", "delete"])
+async def test_a_worker_shutting_down_hands_back_no_run_of_a_stopped_job(
+        both: Engine, webhook: WebhookReceiver, change: str) -> None:
+    """A worker interrupted mid-action hands its run back to the queue, unless the job was
+    paused or deleted meanwhile: then the run ends CANCELLED and its message is acked."""
+    webhook.hold_all = True
+    view = await both.create(JobParams(type="recurring", schedule="*/5 * * * *"),
+                             {"type": "webhook", "url": webhook.url})
+    assert view.job.next_run_at is not None
+    both.clock.set(view.job.next_run_at + timedelta(seconds=1))
+    await both.dispatcher.refresh_shards()
+    assert await both.dispatcher.run_once() == 1
+    work = asyncio.ensure_future(both.worker.run_once())
+    await async_wait_until(lambda: asyncio.sleep(0, webhook.count() >= 1), 30,
+                           "the attempt to reach the webhook")
+    await apply_change(both, view.job.job_id, change)
+    work.cancel()  # what drain() does to an attempt past the grace period
+    with contextlib.suppress(asyncio.CancelledError):
+        await work
+    webhook.release()
+    (run,) = await both.rt.store.runs_list(view.job.job_id, 10, None)
+    assert run.status is RunStatus.CANCELLED
+    assert "not handed back" in str(run.error)
+    # Acked, not handed back: nothing comes back, however long we wait.
+    both.clock.advance(3600)
+    await both.settle()
+    assert webhook.count() == 1

@@ -341,3 +341,38 @@ async def test_a_pause_committing_during_a_transition_leaves_no_work_for_the_job
     stored_job = await store.job_get_any(job.job_id)
     assert stored_job is not None
     assert stored_job.status is JobStatus.PAUSED
+
+
+async def test_pauses_and_retries_racing_leave_no_retry_of_a_paused_job(
+        store_env: StoreEnv, store: Store) -> None:
+    """Many retries, through several store instances (grouped into shared transactions on
+    PostgreSQL), race with the pauses of their jobs: no deadlock, no error, and whichever
+    commits first, no run of a paused job is left RETRYING."""
+    others: list[Store] = [store_env.open() for _ in range(2)]
+    stores = [store, *others]
+    jobs = [await new_job(store) for _ in range(6)]
+    running: list[JobRun] = []
+    for job in jobs:
+        for i in range(8):
+            run = make_run(job, RunStatus.ENQUEUED, scheduled_at=NOW + timedelta(minutes=i))
+            assert await store.run_insert(run)
+            claimed = await store.run_claim(RunClaim(run.run_id, new_token(), NOW,
+                                                     LEASE_SECONDS))
+            assert claimed is not None
+            running.append(claimed)
+
+    async def retry(i: int, run: JobRun) -> RunStatus | None:
+        await asyncio.sleep((i % 7) * 0.002)
+        return await stores[i % len(stores)].run_retry(
+            RunRetry(run.run_id, str(run.lease_token), "HTTP 500", NOW, NOW))
+
+    async def pause(i: int, job: Job) -> None:
+        await asyncio.sleep(i * 0.003)
+        await change_job(stores[i % len(stores)], job.job_id, "pause")
+
+    moved = await asyncio.gather(*(retry(i, r) for i, r in enumerate(running)),
+                                 *(pause(i, j) for i, j in enumerate(jobs)))
+    assert all(m in (RunStatus.RETRYING, RunStatus.CANCELLED) for m in moved[:len(running)])
+    for run in running:
+        ended = await stored(store, run.run_id)
+        assert ended.status is RunStatus.CANCELLED, ended

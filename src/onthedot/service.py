@@ -13,7 +13,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 from onthedot.actions import ActionRegistry, EgressGuard, secret_headers
 from onthedot.config import Settings
@@ -453,12 +453,26 @@ class JobService:
         redriven = await self.store.run_redrive(run_id, self.clock.now(), change,
                                                 max_active=self.settings.max_active_jobs or None)
         if redriven is None:
-            raise ConflictError("the run was redriven already", code="not_dead_letter",
-                                field="run_id", expected="a run listed in /v1/dead-letters")
+            await self._redrive_refused(run)
         await self.queue.dead_letter_redrive(run_id)
         # The queue's copy may be gone (or never existed); publishing again is harmless.
         await self.queue.send(run_id, run_message(redriven))
         return redriven
+
+    async def _redrive_refused(self, run: JobRun) -> NoReturn:
+        """Why the store's redrive wrote nothing: its job guard (a deleted job, or a paused one
+        for a scheduled run; store/job_guard.py), else the run is no longer a dead letter. Read
+        after the refusal only to name it: the guard itself was checked in the redrive."""
+        job = await self.store.job_get_any(run.job_id)
+        if job is not None and job.status is JobStatus.CANCELLED:
+            raise ConflictError("a deleted job's run cannot be redriven", code="job_cancelled",
+                                field="run_id", expected="a run of a job that is not deleted")
+        if job is not None and job.status is JobStatus.PAUSED and run.kind == "scheduled":
+            raise ConflictError("a paused job's scheduled run is redriven after :resume",
+                                code="job_paused", field="run_id",
+                                expected="a run of a scheduled job (resume it first)")
+        raise ConflictError("the run was redriven already", code="not_dead_letter",
+                            field="run_id", expected="a run listed in /v1/dead-letters")
 
     # --- per-user quotas (onthedot.quotas) ------------------------------------------------
     def _take_creates(self, user_id: str, wanted: int) -> None:

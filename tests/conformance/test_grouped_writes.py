@@ -59,7 +59,7 @@ async def test_concurrent_claims_and_finishes_each_get_their_own_outcome(store: 
     assert [e.run_id for e in events if e is not None] == [f.run_id for f in finishes]
     assert len({e.event_id for e in events if e is not None}) == half
     assert outcomes[half:2 * half] == [None] * half, "a stale token finished a run"
-    assert outcomes[2 * half:] == [True] * half
+    assert outcomes[2 * half:] == [RunStatus.RETRYING] * half
     for i, f in enumerate(finishes):
         stored = await store.run_get(f.run_id)
         assert stored is not None

@@ -31,6 +31,7 @@ NOT_FROM_TOOLS = {
     "llm_empty_answer": "the model gave no answer while a run executed",
     "delivery_failed": "sending a run's result failed: recorded on its delivery",
     "not_dead_letter": "redriving a dead letter is a REST operation",
+    "job_paused": "redriving a paused job's dead letter is a REST operation",
     "bad_configuration": "a process refuses to start",
     "forbidden": "answered at the HTTP edge, before any tool",
     "error": "the root class's placeholder; every raise names its code",

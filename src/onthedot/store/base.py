@@ -412,6 +412,15 @@ class RunStore(Protocol):
       only the attempt holding the run writes it and it exists exactly when the success does.
     * ``run_insert`` is insert-if-absent on the deterministic run id: inserting the same
       occurrence twice is a no-op.
+    * The job guard (``store/job_guard.py``): ``run_claim``, ``run_retry``, ``run_release``,
+      ``run_redrive`` and the rescuer's ``runs_retry_due`` and ``run_requeue`` start or resume
+      work only for a run whose job lets it run: a run of kind ``scheduled`` needs its job
+      neither paused nor cancelled, a ``manual`` run ("run now") needs it not cancelled. The
+      guard is read in the statement (PostgreSQL: the job's row locked FOR SHARE, so a pause
+      committing at the same moment is either seen or waits) or write transaction (SQLite) of
+      the transition. A run it stops ends CANCELLED with the reason in ``error`` and no
+      RunEvent; a dead letter it stops is not redriven. ``run_finish`` is not guarded: an
+      attempt that was running when its job was paused records its result.
     """
 
     async def run_insert(self, run: JobRun) -> bool:
@@ -437,20 +446,25 @@ class RunStore(Protocol):
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
         """ENQUEUED, or RUNNING with an expired lease -> RUNNING with attempt + 1 and the new
-        token."""
+        token. Under the job guard: such a run of a job that stops it -> CANCELLED (the
+        expired attempt ends as lost), answered None like any refused claim."""
         ...
 
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
         ...
 
-    async def run_release(self, run_id: str, token: str, now: datetime) -> bool:
+    async def run_release(self, run_id: str, token: str, now: datetime) -> RunStatus | None:
         """RUNNING (with this token) -> ENQUEUED, the interrupted attempt not counted: a worker
-        shutting down hands the run back so another can start it at once."""
+        shutting down hands the run back so another can start it at once. Under the job guard:
+        -> CANCELLED. The status the run moved to, or None (fenced: not held with this
+        token)."""
         ...
 
-    async def run_retry(self, retry: RunRetry) -> bool:
+    async def run_retry(self, retry: RunRetry) -> RunStatus | None:
         """RUNNING (with this token) -> RETRYING until ``retry_at``, keeping the error of the
-        failed attempt."""
+        failed attempt. Under the job guard: -> CANCELLED (finished_at = ``retry.now``), the
+        reason and the attempt's error in ``error``. The status the run moved to, or None
+        (fenced: not held with this token)."""
         ...
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
@@ -461,8 +475,9 @@ class RunStore(Protocol):
     async def run_redrive(self, run_id: str, now: datetime, change: JobChange | None = None,
                           *, max_active: int | None = None) -> JobRun | None:
         """A dead-lettered FAILED run -> ENQUEUED with attempt 0, ready to be published again;
-        with ``change``, the job's history entry in the same transaction. None when the run is
-        not a dead letter (any more).
+        with ``change``, the job's history entry in the same transaction. None, with nothing
+        written, when the run is not a dead letter (any more) or the job guard stops it (see
+        ``RunStore``: a scheduled run of a paused job, any run of a cancelled one).
 
         In the same transaction, with the job's row locked first (so a run event being applied
         sees the run open, or ends the job before this revives it): a completed or failed
@@ -564,7 +579,8 @@ class RescueStore(Protocol):
 
     async def runs_retry_due(self, now: datetime, limit: int) -> list[JobRun]:
         """RETRYING runs whose ``retry_at`` has come -> ENQUEUED (enqueued_at = now), returned
-        for publishing. Concurrent callers hand back disjoint sets."""
+        for publishing. Concurrent callers hand back disjoint sets. Under the job guard (see
+        ``RunStore``): such a run of a job that stops it -> CANCELLED, not returned."""
         ...
 
     async def runs_rescue_candidates(self, now: datetime, enqueued_before: datetime,
@@ -578,7 +594,8 @@ class RescueStore(Protocol):
         """Compare-and-set from the state ``run`` was read in: RUNNING with its token and an
         expired lease -> ENQUEUED (the lost attempt stays counted); ENQUEUED with its
         enqueued_at -> enqueued_at = now (a new publication). The updated run, or None when the
-        run moved on meanwhile."""
+        run moved on meanwhile. Under the job guard (see ``RunStore``): a run of a job that
+        stops it -> CANCELLED (a RUNNING run's attempt ends as lost), answered None."""
         ...
 
     async def watermarks_rewind(self) -> dict[int, int]:

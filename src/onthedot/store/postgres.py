@@ -120,6 +120,7 @@ from onthedot.store.history_rows import (
     change_params,
 )
 from onthedot.store.insert_many import InsertPlan
+from onthedot.store.job_guard import NEXT_ATTEMPT_STOP, RELEASE_STOP, retry_stop_params
 from onthedot.store.leases import RELEASED_AT, leases_taken
 from onthedot.store.pg_partitions import (
     Layout,
@@ -586,18 +587,20 @@ class PostgresStore(SharedReads):
             "now": claim.now,
             "lease_expires_at": claim.now + timedelta(seconds=claim.lease_seconds),
             "lost_error": LOST_ERROR,
+            **NEXT_ATTEMPT_STOP,
         })
         return None if row is None else run_from_row(row)
 
-    async def run_release(self, run_id: str, token: str, now: datetime) -> bool:
+    async def run_release(self, run_id: str, token: str, now: datetime) -> RunStatus | None:
         at = _scheduled_at(run_id)
         if at is None:
-            return False
+            return None
         row = await self._one(Q["run_release"], {
             "run_id": run_id, "scheduled_at": at, "token": token, "now": now,
             **_attempt_end(run_id, token, AttemptStatus.RELEASED, now, RELEASED_ERROR),
+            **RELEASE_STOP,
         })
-        return row is not None and int(row["moved"]) == 1
+        return None if row is None else RunStatus(row["status"])
 
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
         at = _scheduled_at(run_id)
@@ -608,17 +611,18 @@ class PostgresStore(SharedReads):
             "lease_expires_at": lease_expires_at,
         }) == 1
 
-    async def run_retry(self, retry: RunRetry) -> bool:
+    async def run_retry(self, retry: RunRetry) -> RunStatus | None:
         at = _scheduled_at(retry.run_id)
         if at is None:
-            return False
+            return None
         row = await self._groups.one(retry.run_id, Q["run_retry"], {
             "run_id": retry.run_id, "scheduled_at": at, "token": retry.token,
-            "error": retry.error, "retry_at": retry.retry_at,
+            "error": retry.error, "retry_at": retry.retry_at, "now": retry.now,
             **_attempt_end(retry.run_id, retry.token, AttemptStatus.FAILED, retry.now,
                            retry.error),
+            **retry_stop_params(retry.error),
         })
-        return row is not None and int(row["moved"]) == 1
+        return None if row is None else RunStatus(row["status"])
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
         at = _scheduled_at(finish.run_id)
@@ -683,7 +687,16 @@ class PostgresStore(SharedReads):
 
     # --- rescue and retention ------------------------------------------------------------
     async def runs_retry_due(self, now: datetime, limit: int) -> list[JobRun]:
-        rows = await self._all(Q["runs_retry_due"], {"now": now, "limit": limit})
+        params = {"now": now, "limit": limit}
+        async with self._tx() as conn:
+            # The job guard's locks first, in job order (queries.sql, runs_retry_due_lock_jobs).
+            cur = await conn.execute(Q["runs_retry_due_lock_jobs"], params)
+            job_ids = [str(r["job_id"]) for r in await cur.fetchall()]
+            if not job_ids:
+                return []
+            cur = await conn.execute(Q["runs_retry_due"],
+                                     {**params, "job_ids": job_ids, **NEXT_ATTEMPT_STOP})
+            rows = await cur.fetchall()
         return [run_from_row(r) for r in rows]
 
     async def runs_rescue_candidates(self, now: datetime, enqueued_before: datetime,
@@ -695,7 +708,7 @@ class PostgresStore(SharedReads):
 
     async def run_requeue(self, run: JobRun, now: datetime) -> JobRun | None:
         params: dict[str, Any] = {"run_id": run.run_id, "scheduled_at": run.scheduled_at,
-                                  "now": now}
+                                  "now": now, **NEXT_ATTEMPT_STOP}
         if run.status is RunStatus.RUNNING:
             token = run.lease_token or ""
             row = await self._one(Q["run_requeue_running"], {

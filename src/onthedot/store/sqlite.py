@@ -86,6 +86,7 @@ from onthedot.store.history_rows import (
     change_params,
 )
 from onthedot.store.insert_many import InsertPlan
+from onthedot.store.job_guard import NEXT_ATTEMPT_STOP, RELEASE_STOP, retry_stop_params
 from onthedot.store.leases import RELEASED_AT, leases_taken
 from onthedot.store.reads import SharedReads
 from onthedot.store.tokens import (
@@ -252,20 +253,26 @@ class SqliteStore(SharedReads):
 
         def tx(c: sqlite3.Connection) -> sqlite3.Row | None:
             row: sqlite3.Row | None = c.execute(Q["run_claim"], params).fetchone()
-            if row is not None:  # the attempt starts; one still running lost its lease
-                c.execute(Q["attempts_lost"], {"run_id": claim.run_id, "now": params["now"],
-                                               "error": LOST_ERROR})
-                c.execute(Q["attempt_start"], {**params, "attempt": int(row["attempt"])})
+            if row is None:
+                if _stop_next_attempt(c, claim.run_id, params["now"]) is not None:
+                    c.execute(Q["attempts_lost"], {"run_id": claim.run_id,
+                                                   "now": params["now"], "error": LOST_ERROR})
+                return None
+            # The attempt starts; one still running lost its lease.
+            c.execute(Q["attempts_lost"], {"run_id": claim.run_id, "now": params["now"],
+                                           "error": LOST_ERROR})
+            c.execute(Q["attempt_start"], {**params, "attempt": int(row["attempt"])})
             return row
 
         row = await self._db.write(tx)
         return None if row is None else run_from_row(row)
 
-    async def run_release(self, run_id: str, token: str, now: datetime) -> bool:
-        params = {"run_id": run_id, "token": token, "now": ts(now)}
+    async def run_release(self, run_id: str, token: str, now: datetime) -> RunStatus | None:
+        params = {"run_id": run_id, "token": token, "now": ts(now), **RELEASE_STOP}
         ended = attempt_end_params(run_id, token, AttemptStatus.RELEASED, now, RELEASED_ERROR)
-        return await self._db.write(lambda c: _with_attempt_end(c, Q["run_release"], params,
-                                                                ended))
+        return await self._db.write(lambda c: _guarded_attempt_end(
+            c, (Q["run_release"], RunStatus.ENQUEUED),
+            (Q["run_release_stopped"], RunStatus.CANCELLED), params, ended))
 
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:
         params = {"run_id": run_id, "token": token, "lease_expires_at": ts(lease_expires_at)}
@@ -273,13 +280,15 @@ class SqliteStore(SharedReads):
             lambda c: c.execute(Q["run_extend_lease"], params).rowcount == 1
         )
 
-    async def run_retry(self, retry: RunRetry) -> bool:
+    async def run_retry(self, retry: RunRetry) -> RunStatus | None:
         params = {"run_id": retry.run_id, "token": retry.token, "error": retry.error,
-                  "retry_at": ts(retry.retry_at)}
+                  "retry_at": ts(retry.retry_at), "now": ts(retry.now),
+                  **retry_stop_params(retry.error)}
         ended = attempt_end_params(retry.run_id, retry.token, AttemptStatus.FAILED, retry.now,
                                    retry.error)
-        return await self._db.write(lambda c: _with_attempt_end(c, Q["run_retry"], params,
-                                                                ended))
+        return await self._db.write(lambda c: _guarded_attempt_end(
+            c, (Q["run_retry"], RunStatus.RETRYING),
+            (Q["run_retry_stopped"], RunStatus.CANCELLED), params, ended))
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
         output = dump_output(finish.output)
@@ -332,8 +341,13 @@ class SqliteStore(SharedReads):
 
     # --- rescue and retention ------------------------------------------------------------
     async def runs_retry_due(self, now: datetime, limit: int) -> list[JobRun]:
-        rows = await self._db.write(lambda c: c.execute(
-            Q["runs_retry_due"], {"now": ts(now), "limit": limit}).fetchall())
+        params = {"now": ts(now), "limit": limit, **NEXT_ATTEMPT_STOP}
+
+        def tx(c: sqlite3.Connection) -> list[sqlite3.Row]:
+            c.execute(Q["runs_retry_due_stopped"], params)  # the job guard, in this transaction
+            return c.execute(Q["runs_retry_due"], params).fetchall()
+
+        rows = await self._db.write(tx)
         return sorted((run_from_row(r) for r in rows), key=lambda r: r.run_id)
 
     async def runs_rescue_candidates(self, now: datetime, enqueued_before: datetime,
@@ -358,7 +372,9 @@ class SqliteStore(SharedReads):
 
         def tx(c: sqlite3.Connection) -> sqlite3.Row | None:
             row: sqlite3.Row | None = c.execute(query, params).fetchone()
-            if row is not None and lost is not None:  # the crashed worker's attempt
+            if row is None and _stop_next_attempt(c, run.run_id, ts(now)) is None:
+                return None  # it moved on meanwhile
+            if lost is not None:  # the crashed worker's attempt
                 c.execute(Q["attempt_end"], lost)
             return row
 
@@ -701,6 +717,26 @@ def _split_statements(sql: str) -> list[str]:
     ):
         raise ValueError("migration ends with an incomplete statement")
     return statements
+
+
+def _stop_next_attempt(c: sqlite3.Connection, run_id: str,
+                       now: str | None) -> sqlite3.Row | None:
+    """The job guard's other branch, in the transaction whose guarded statement moved nothing:
+    a queued run, or one whose worker died, of a job that stops it ends CANCELLED."""
+    row: sqlite3.Row | None = c.execute(Q["run_stop_next_attempt"], {
+        "run_id": run_id, "now": now, **NEXT_ATTEMPT_STOP}).fetchone()
+    return row
+
+
+def _guarded_attempt_end(c: sqlite3.Connection, allowed: tuple[str, RunStatus],
+                         stopped: tuple[str, RunStatus], params: dict[str, Any],
+                         ended: dict[str, Any]) -> RunStatus | None:
+    """A transition of a RUNNING run under the job guard: the allowed statement, else the
+    stopped one; the status the run moved to (None: fenced), its attempt ended with it."""
+    for query, status in (allowed, stopped):
+        if _with_attempt_end(c, query, params, ended):
+            return status
+    return None
 
 
 def _with_attempt_end(c: sqlite3.Connection, query: str, params: dict[str, Any],

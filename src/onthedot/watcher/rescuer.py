@@ -8,6 +8,10 @@ sweep, every ``rescue_interval`` seconds::
     ENQUEUED for republish_after, no live message ---------> re-stamped, published
     PENDING behind its shard's watermark ------------------> watermark rewound to it
 
+A run handed back above whose job stops it (a scheduled run of a paused job, any run of a
+deleted one) ends CANCELLED instead, in the same statement (the store's job guard,
+store/job_guard.py), and is not published.
+
 Every hand-back is a compare-and-set on the state the candidate was read in, so a run is handed
 back once even when a worker, a watcher or another rescuer acts on it at the same moment. A run
 whose message is still in the queue (waiting behind a backlog, or held by a worker that may come

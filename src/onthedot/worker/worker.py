@@ -14,7 +14,9 @@ Per delivery::
                        onthedot.delivery), then finish SUCCEEDED + RunEvent (one transaction)
                        -> ack
     failure, attempts left -> RETRYING with retry_at (in the store) -> ack; the rescuer hands the
-                              run back at retry_at
+                              run back at retry_at; but CANCELLED, not retried, when the
+                              job was paused (a scheduled run) or deleted meanwhile: the
+                              store's job guard decides, in the retry's own transaction
     failure, last attempt or not retryable (egress refused)
                       ---> finish FAILED + RunEvent, dead-lettered -> dead-letter message
 
@@ -317,13 +319,19 @@ class Worker:
         after the visibility timeout. If this fails, the timeout still recovers the run."""
         self._heartbeats.recording(run.run_id, token)
         try:
-            if await self.store.run_release(run.run_id, token, self.clock.now()):
+            moved = await self.store.run_release(run.run_id, token, self.clock.now())
+            if moved is RunStatus.ENQUEUED:
                 # Counted once released: the action was cut off part-way and starts again.
                 self.metrics.runs_recovered.labels(cause="worker_shutdown").inc()
                 await self.queue.nack(delivery, 0)
                 log.warning("run %s of job %s: attempt %d interrupted by shutdown; handed back "
                             "to the queue, the action runs again", run.run_id, run.job_id,
                             run.attempt, extra={**run_fields(run), "cause": "worker_shutdown"})
+            elif moved is RunStatus.CANCELLED:
+                await self.queue.ack(delivery)
+                log.info("run %s of job %s: attempt %d interrupted by shutdown; not handed "
+                         "back, its job was paused or deleted", run.run_id, run.job_id,
+                         run.attempt, extra=run_fields(run))
         except Exception:
             log.warning("could not release run %s; it returns after its lease", run.run_id,
                         exc_info=True)
@@ -370,10 +378,16 @@ class Worker:
         retry = RunRetry(run_id=run.run_id, token=token, error=error, now=now,
                          retry_at=now + timedelta(seconds=delay))
         self._heartbeats.recording(run.run_id, token)
-        if await self._record(f"the retry of run {run.run_id}",
-                              lambda: self.store.run_retry(retry)):
+        moved = await self._record(f"the retry of run {run.run_id}",
+                                   lambda: self.store.run_retry(retry))
+        if moved is RunStatus.RETRYING:
             log.info("run %s of job %s: attempt %d failed (%s); retry in %.1fs", run.run_id,
                      run.job_id, run.attempt, error, delay, extra=run_fields(run, error))
+        elif moved is RunStatus.CANCELLED:
+            # The job was paused or deleted while the attempt ran (store/job_guard.py).
+            log.info("run %s of job %s: attempt %d failed (%s); not retried, the job was "
+                     "paused or deleted", run.run_id, run.job_id, run.attempt, error,
+                     extra=run_fields(run, error))
         # The store holds the retry; the queue only ever holds runs that are due.
         await self.queue.ack(delivery)
 

@@ -296,19 +296,43 @@ RETURNING w.shard, w.bucket
 -- name: run_claim
 -- A new attempt: for a queued run, or a running one whose worker stopped renewing. A RETRYING
 -- run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at. The attempt
--- starts in the same statement; an attempt of the run still running lost its lease.
-WITH claimed AS (
+-- starts in the same statement; an attempt of the run still running lost its lease. A run the
+-- job guard stops starts no attempt (answered with no row).
+-- The job guard (store/job_guard.py), the same in every statement that starts or resumes
+-- work: the job's row is locked FOR SHARE before the run's row is written. A pause's or
+-- delete's UPDATE of the job (FOR NO KEY UPDATE) conflicts with it, so the status read here is
+-- the committed one and stays so until this transaction ends (an EXISTS on jobs without the
+-- lock reads the old status past an uncommitted pause). A stopped run ends CANCELLED.
+WITH job AS MATERIALIZED (
+    SELECT j.status FROM jobs AS j
+    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
+                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
+    FOR SHARE
+), claimed AS (
     UPDATE job_runs
     SET status = 'RUNNING', attempt = attempt + 1, lease_token = %(token)s,
         lease_expires_at = %(lease_expires_at)s, started_at = %(now)s, error = NULL,
         retry_at = NULL
     WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
       AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
+      AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                      OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
     RETURNING *
+), stopped AS (
+    UPDATE job_runs
+    SET status = 'CANCELLED', finished_at = %(now)s, lease_token = NULL,
+        lease_expires_at = NULL, retry_at = NULL,
+        error = (SELECT CASE job.status WHEN 'paused' THEN %(paused_error)s
+                        ELSE %(deleted_error)s END FROM job)
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
+      AND EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
+    RETURNING run_id
 ), lost AS (
     UPDATE run_attempts AS a SET status = 'lost', finished_at = %(now)s, error = %(lost_error)s
-    FROM claimed
-    WHERE a.run_id = claimed.run_id AND a.status = 'running'
+    WHERE a.status = 'running'
+      AND a.run_id IN (SELECT run_id FROM claimed UNION ALL SELECT run_id FROM stopped)
 ), started AS (
     INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
     SELECT run_id, lease_token, attempt, 'running', started_at FROM claimed
@@ -317,22 +341,43 @@ SELECT * FROM claimed
 
 -- name: run_release
 -- A worker shutting down hands the run back undone: the interrupted attempt does not count
--- (its attempt row ends as released).
-WITH released AS (
+-- (its attempt row ends as released). Under the job guard: a stopped run ends CANCELLED.
+-- Answers the status the run moved to.
+WITH job AS MATERIALIZED (
+    SELECT j.status FROM jobs AS j
+    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
+                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
+    FOR SHARE
+), released AS (
     UPDATE job_runs
     SET status = 'ENQUEUED', attempt = attempt - 1, lease_token = NULL, lease_expires_at = NULL,
         enqueued_at = %(now)s
     WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
       AND status = 'RUNNING' AND lease_token = %(token)s
-    RETURNING run_id
+      AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                      OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
+    RETURNING run_id, status
+), stopped AS (
+    UPDATE job_runs
+    SET status = 'CANCELLED', attempt = attempt - 1, lease_token = NULL,
+        lease_expires_at = NULL, finished_at = %(now)s,
+        error = (SELECT CASE job.status WHEN 'paused' THEN %(paused_error)s
+                        ELSE %(deleted_error)s END FROM job)
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND status = 'RUNNING' AND lease_token = %(token)s
+      AND EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
+    RETURNING run_id, status
+), moved AS (
+    SELECT * FROM released UNION ALL SELECT * FROM stopped
 ), ended AS (
     UPDATE run_attempts AS a
     SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
         preview = %(a_preview)s
-    FROM released
-    WHERE a.run_id = released.run_id AND a.token = %(a_token)s AND a.status = 'running'
+    FROM moved
+    WHERE a.run_id = moved.run_id AND a.token = %(a_token)s AND a.status = 'running'
 )
-SELECT count(*) AS moved FROM released
+SELECT status FROM moved
 
 -- name: run_extend_lease
 UPDATE job_runs SET lease_expires_at = %(lease_expires_at)s
@@ -340,21 +385,41 @@ WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
   AND status = 'RUNNING' AND lease_token = %(token)s
 
 -- name: run_retry
--- The failed attempt ends in the same statement.
-WITH retrying AS (
+-- The failed attempt ends in the same statement. Under the job guard: a stopped run ends
+-- CANCELLED instead of RETRYING. Answers the status the run moved to.
+WITH job AS MATERIALIZED (
+    SELECT j.status FROM jobs AS j
+    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
+                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
+    FOR SHARE
+), retrying AS (
     UPDATE job_runs SET status = 'RETRYING', error = %(error)s, lease_expires_at = NULL,
                         retry_at = %(retry_at)s
     WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
       AND status = 'RUNNING' AND lease_token = %(token)s
-    RETURNING run_id
+      AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                      OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
+    RETURNING run_id, status
+), stopped AS (
+    UPDATE job_runs
+    SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = %(now)s,
+        error = (SELECT CASE job.status WHEN 'paused' THEN %(paused_error)s
+                        ELSE %(deleted_error)s END FROM job)
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND status = 'RUNNING' AND lease_token = %(token)s
+      AND EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
+    RETURNING run_id, status
+), moved AS (
+    SELECT * FROM retrying UNION ALL SELECT * FROM stopped
 ), ended AS (
     UPDATE run_attempts AS a
     SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
         preview = %(a_preview)s
-    FROM retrying
-    WHERE a.run_id = retrying.run_id AND a.token = %(a_token)s AND a.status = 'running'
+    FROM moved
+    WHERE a.run_id = moved.run_id AND a.token = %(a_token)s AND a.status = 'running'
 )
-SELECT count(*) AS moved FROM retrying
+SELECT status FROM moved
 
 -- name: run_finish
 -- The terminal status, its RunEvent and the end of the attempt in one statement (so in one
@@ -413,11 +478,20 @@ SELECT job_id, run_id, status, %(finished_at)s FROM finished
 RETURNING event_id, job_id
 
 -- name: run_redrive
+-- Under the job guard: a dead letter of a stopped run stays where it is (no row).
+WITH job AS MATERIALIZED (
+    SELECT j.status FROM jobs AS j
+    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
+                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
+    FOR SHARE
+)
 UPDATE job_runs
 SET status = 'ENQUEUED', attempt = 0, dead_lettered = false, enqueued_at = %(now)s,
     finished_at = NULL, error = NULL, lease_token = NULL
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
   AND status = 'FAILED' AND dead_lettered
+  AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
 RETURNING *
 
 -- name: run_job_of
@@ -462,18 +536,44 @@ SELECT
   (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE dead_lettered LIMIT %(cap)s) AS d)
       AS dead_lettered
 
+-- name: runs_retry_due_lock_jobs
+-- runs_retry_due's first statement: the jobs of the due RETRYING runs, locked FOR SHARE in
+-- job_id order before any run is (the job guard; a pause holding a job and cancelling its runs
+-- would deadlock with a hand-back holding a run and waiting for the job).
+SELECT j.job_id FROM jobs AS j
+WHERE j.job_id IN (SELECT r.job_id FROM job_runs AS r
+                   WHERE r.status = 'RETRYING' AND r.retry_at <= %(now)s
+                   ORDER BY r.retry_at
+                   LIMIT %(limit)s)
+ORDER BY j.job_id
+FOR SHARE
+
 -- name: runs_retry_due
 -- Concurrent rescuers hand back disjoint sets (SKIP LOCKED); the guard is repeated on the row.
+-- Only runs of the jobs locked by runs_retry_due_lock_jobs (%(job_ids)s), in the same
+-- transaction; a run the job guard stops ends CANCELLED and is not answered.
 WITH due AS (
-    SELECT run_id, scheduled_at FROM job_runs
-    WHERE status = 'RETRYING' AND retry_at <= %(now)s
-    ORDER BY retry_at
+    SELECT r.run_id, r.scheduled_at,
+           (j.status = 'cancelled' OR (j.status = 'paused' AND r.kind = 'scheduled')) AS stop,
+           j.status AS job_status
+    FROM job_runs AS r JOIN jobs AS j ON j.job_id = r.job_id
+    WHERE r.status = 'RETRYING' AND r.retry_at <= %(now)s AND r.job_id = ANY(%(job_ids)s)
+    ORDER BY r.retry_at
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF r SKIP LOCKED
+), stopped AS (
+    UPDATE job_runs AS r
+    SET status = 'CANCELLED', finished_at = %(now)s, retry_at = NULL,
+        error = CASE due.job_status WHEN 'paused' THEN %(paused_error)s
+                ELSE %(deleted_error)s END
+    FROM due
+    WHERE r.run_id = due.run_id AND r.scheduled_at = due.scheduled_at
+      AND r.status = 'RETRYING' AND due.stop
 )
 UPDATE job_runs AS r SET status = 'ENQUEUED', enqueued_at = %(now)s, retry_at = NULL
 FROM due
 WHERE r.run_id = due.run_id AND r.scheduled_at = due.scheduled_at AND r.status = 'RETRYING'
+  AND NOT due.stop
 RETURNING r.*
 
 -- name: runs_lease_expired
@@ -486,26 +586,63 @@ ORDER BY enqueued_at LIMIT %(limit)s
 
 -- name: run_requeue_running
 -- The attempt whose lease ran out stays counted (its row ends as lost); a late write of its
--- worker is fenced.
-WITH requeued AS (
+-- worker is fenced. Under the job guard: a stopped run ends CANCELLED (no row answered).
+WITH job AS MATERIALIZED (
+    SELECT j.status FROM jobs AS j
+    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
+                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
+    FOR SHARE
+), requeued AS (
     UPDATE job_runs
     SET status = 'ENQUEUED', enqueued_at = %(now)s, lease_token = NULL, lease_expires_at = NULL
     WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'RUNNING'
       AND lease_token = %(token)s AND lease_expires_at <= %(now)s
+      AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                      OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
     RETURNING *
+), stopped AS (
+    UPDATE job_runs
+    SET status = 'CANCELLED', finished_at = %(now)s, lease_token = NULL,
+        lease_expires_at = NULL,
+        error = (SELECT CASE job.status WHEN 'paused' THEN %(paused_error)s
+                        ELSE %(deleted_error)s END FROM job)
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'RUNNING'
+      AND lease_token = %(token)s AND lease_expires_at <= %(now)s
+      AND EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
+    RETURNING run_id
 ), ended AS (
     UPDATE run_attempts AS a
     SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
         preview = %(a_preview)s
-    FROM requeued
-    WHERE a.run_id = requeued.run_id AND a.token = %(a_token)s AND a.status = 'running'
+    WHERE a.token = %(a_token)s AND a.status = 'running'
+      AND a.run_id IN (SELECT run_id FROM requeued UNION ALL SELECT run_id FROM stopped)
 )
 SELECT * FROM requeued
 
 -- name: run_requeue_enqueued
+-- A new publication of a queued run; under the job guard a stopped run ends CANCELLED instead
+-- (no row answered).
+WITH job AS MATERIALIZED (
+    SELECT j.status FROM jobs AS j
+    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
+                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
+    FOR SHARE
+), stopped AS (
+    UPDATE job_runs
+    SET status = 'CANCELLED', finished_at = %(now)s,
+        error = (SELECT CASE job.status WHEN 'paused' THEN %(paused_error)s
+                        ELSE %(deleted_error)s END FROM job)
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'ENQUEUED'
+      AND enqueued_at = %(enqueued_at)s
+      AND EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
+)
 UPDATE job_runs SET enqueued_at = %(now)s
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'ENQUEUED'
   AND enqueued_at = %(enqueued_at)s
+  AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
+                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
 RETURNING *
 
 -- name: prune_cursor_floor

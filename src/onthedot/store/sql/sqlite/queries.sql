@@ -214,28 +214,79 @@ RETURNING shard, bucket
 -- name: run_claim
 -- A new attempt: for a queued run, or a running one whose worker stopped renewing.
 -- A RETRYING run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at.
+-- The job guard (store/job_guard.py), the same in every transition that starts or resumes
+-- work: a scheduled run of a paused job, or any run of a deleted one, does not move here; the
+-- same write transaction (BEGIN IMMEDIATE, so no pause lands in between) then ends it with
+-- run_stop_next_attempt.
 UPDATE job_runs
 SET status = 'RUNNING', attempt = attempt + 1, lease_token = :token,
     lease_expires_at = :lease_expires_at, started_at = :now, error = NULL, retry_at = NULL
 WHERE run_id = :run_id
   AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= :now))
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+RETURNING *
+
+-- name: run_stop_next_attempt
+-- The job guard stops a queued run, or one whose worker died, before its next attempt: it
+-- ends CANCELLED with the reason (claims and the rescuer's hand-backs).
+UPDATE job_runs
+SET status = 'CANCELLED', finished_at = :now, lease_token = NULL, lease_expires_at = NULL,
+    retry_at = NULL,
+    error = (SELECT CASE j.status WHEN 'paused' THEN :paused_error ELSE :deleted_error END
+                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
+WHERE run_id = :run_id
+  AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= :now))
+  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+              AND (j.status = 'cancelled'
+                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
 RETURNING *
 
 -- name: run_release
 -- A worker shutting down hands the run back undone: the interrupted attempt does not count.
+-- Under the job guard; run_release_stopped ends a stopped run instead.
 UPDATE job_runs
 SET status = 'ENQUEUED', attempt = attempt - 1, lease_token = NULL, lease_expires_at = NULL,
     enqueued_at = :now
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+
+-- name: run_release_stopped
+UPDATE job_runs
+SET status = 'CANCELLED', attempt = attempt - 1, lease_token = NULL, lease_expires_at = NULL,
+    finished_at = :now,
+    error = (SELECT CASE j.status WHEN 'paused' THEN :paused_error ELSE :deleted_error END
+                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
+WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
+  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+              AND (j.status = 'cancelled'
+                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
 
 -- name: run_extend_lease
 UPDATE job_runs SET lease_expires_at = :lease_expires_at
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
 
 -- name: run_retry
+-- Under the job guard; run_retry_stopped ends a stopped run instead of retrying it.
 UPDATE job_runs SET status = 'RETRYING', error = :error, lease_expires_at = NULL,
                     retry_at = :retry_at
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+
+-- name: run_retry_stopped
+UPDATE job_runs
+SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = :now,
+    error = (SELECT CASE j.status WHEN 'paused' THEN :paused_error ELSE :deleted_error END
+                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
+WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
+  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+              AND (j.status = 'cancelled'
+                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
 
 -- name: run_finish
 UPDATE job_runs
@@ -250,10 +301,14 @@ VALUES (:job_id, :run_id, :status, :emitted_at)
 RETURNING event_id
 
 -- name: run_redrive
+-- Under the job guard: a dead letter of a stopped run stays where it is (no row).
 UPDATE job_runs
 SET status = 'ENQUEUED', attempt = 0, dead_lettered = 0, enqueued_at = :now,
     finished_at = NULL, error = NULL, lease_token = NULL
 WHERE run_id = :run_id AND status = 'FAILED' AND dead_lettered = 1
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
 RETURNING *
 
 -- name: run_job_of
@@ -293,12 +348,30 @@ SELECT
   (SELECT count(*) FROM (SELECT 1 FROM job_runs WHERE dead_lettered = 1 LIMIT :cap) AS d)
       AS dead_lettered
 
+-- name: runs_retry_due_stopped
+-- Before runs_retry_due, in its transaction: due RETRYING runs the job guard stops end
+-- CANCELLED (not handed back).
+UPDATE job_runs
+SET status = 'CANCELLED', finished_at = :now, retry_at = NULL,
+    error = (SELECT CASE j.status WHEN 'paused' THEN :paused_error ELSE :deleted_error END
+                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
+WHERE run_id IN (SELECT run_id FROM job_runs
+                 WHERE status = 'RETRYING' AND retry_at <= :now
+                 ORDER BY retry_at LIMIT :limit)
+  AND status = 'RETRYING'
+  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+              AND (j.status = 'cancelled'
+                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+
 -- name: runs_retry_due
 UPDATE job_runs SET status = 'ENQUEUED', enqueued_at = :now, retry_at = NULL
 WHERE run_id IN (SELECT run_id FROM job_runs
                  WHERE status = 'RETRYING' AND retry_at <= :now
                  ORDER BY retry_at LIMIT :limit)
   AND status = 'RETRYING'
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
 RETURNING *
 
 -- name: runs_lease_expired
@@ -311,15 +384,23 @@ ORDER BY enqueued_at LIMIT :limit
 
 -- name: run_requeue_running
 -- The attempt whose lease ran out stays counted; a late write of its worker is fenced.
+-- Under the job guard (run_claim); a stopped run ends with run_stop_next_attempt.
 UPDATE job_runs
 SET status = 'ENQUEUED', enqueued_at = :now, lease_token = NULL, lease_expires_at = NULL
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
   AND lease_expires_at <= :now
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
 RETURNING *
 
 -- name: run_requeue_enqueued
+-- Under the job guard (run_claim); a stopped run ends with run_stop_next_attempt.
 UPDATE job_runs SET enqueued_at = :now
 WHERE run_id = :run_id AND status = 'ENQUEUED' AND enqueued_at = :enqueued_at
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
 RETURNING *
 
 -- name: prune_cursor_floor

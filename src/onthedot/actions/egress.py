@@ -365,19 +365,50 @@ def guarded_transport(guard: EgressGuard, *, verify: ssl.SSLContext | bool = Tru
     return transport
 
 
+# Request extension naming the secret headers of a request and the origin they belong to;
+# ``_drop_secrets_across_origins`` reads it on every hop of a redirect chain.
+SECRETS_EXTENSION = "onthedot_redirect_secrets"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def redirect_secrets(url: str, names: Iterable[str]) -> dict[str, Any]:
+    """``extensions=`` of a request whose headers ``names`` are credentials for ``url``'s
+    origin alone: a redirect to another origin (scheme, host or port) drops them."""
+    return {SECRETS_EXTENSION: (_origin(httpx.URL(url)), tuple(names))}
+
+
+async def _drop_secrets_across_origins(request: httpx.Request) -> None:
+    """httpx itself drops only ``Authorization`` (and ``Cookie``) on a cross-origin redirect;
+    an ``X-Api-Key`` would follow the redirect to whoever the endpoint names. Each hop's
+    headers are copied from the hop before, so once dropped they stay dropped."""
+    held = request.extensions.get(SECRETS_EXTENSION)
+    if held is None:
+        return
+    origin, names = held
+    if _origin(request.url) != origin:
+        for name in names:
+            request.headers.pop(name, None)
+
+
 def guarded_client(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True,
                    follow_redirects: bool = True,
                    limits: httpx.Limits | None = None) -> httpx.AsyncClient:
     """The HTTP client for actions: every connection checked, redirects followed (each hop
     checked again; ``follow_redirects=False`` for an API that never redirects), no proxy taken
     from the environment (it would bypass the guard), uncompressed answers asked for so
-    ``read_capped`` bounds what is held in memory, and no cookies kept: one client serves every
+    ``read_capped`` bounds what is held in memory, secret headers dropped on a redirect to
+    another origin (``redirect_secrets``), and no cookies kept: one client serves every
     user's runs, and a cookie one user's server sets must not travel with another user's
     request. ``limits``: the connection pool (the worker sizes it to its concurrency)."""
     return httpx.AsyncClient(transport=guarded_transport(guard, verify=verify, limits=limits),
                              follow_redirects=follow_redirects, max_redirects=MAX_REDIRECTS,
                              trust_env=False,
                              headers={"Accept-Encoding": "identity"},
+                             event_hooks={"request": [_drop_secrets_across_origins]},
                              cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))
 
 

@@ -70,8 +70,9 @@ class Settings(BaseSettings):
                            "door, prompt actions and news digests")
     llm_api_key: str | None = Field(None, description="API key for llm_base_url")
     egress_allow: str = Field("", description="comma-separated host names and CIDRs that actions "
-                              "may call although they are loopback, private or link-local "
-                              "(e.g. hooks.internal,10.1.0.0/16); default: none")
+                              "may call although they are loopback, private or link-local, "
+                              "each on every port or, written entry:port, on that port alone "
+                              "(e.g. hooks.internal,10.1.0.0/16,127.0.0.1:8080); default: none")
     news_feeds_file: str | None = Field(None, description="JSON file of default news feeds per "
                                         "topic and language, replacing the shipped lists it "
                                         "names (docs/actions.md); default: the shipped feeds")

@@ -61,7 +61,7 @@ class WebhookAction:
         if host is None:
             raise ValidationError("a webhook action needs an http(s) url", field="action.url",
                                   expected="an absolute http:// or https:// URL with a host name")
-        self._validate_destination(host)
+        self._validate_destination(host, url_port(str(url)))
         method = str(params.get("method", "POST")).upper()
         if method not in METHODS:
             raise ValidationError(f"unsupported method {method}", field="action.method",
@@ -80,8 +80,8 @@ class WebhookAction:
                                   field=f"action.headers.{name}", expected=expected)
         check_listed(params)
 
-    def _validate_destination(self, host: str) -> None:
-        reason = self.guard.refusal_without_lookup(host)
+    def _validate_destination(self, host: str, port: int | None) -> None:
+        reason = self.guard.refusal_without_lookup(host, port)
         if reason is not None:
             raise ValidationError(
                 f"the webhook url points at {host} ({reason} address), which onthedot does "
@@ -187,6 +187,15 @@ def url_host(url: str) -> str | None:
     except (ValueError, httpx.InvalidURL):  # UnicodeDecodeError is a ValueError
         return None
     return host if parts.scheme in ("http", "https") and host else None
+
+
+def url_port(url: str) -> int | None:
+    """The port an http(s) URL connects to (its scheme's default when it names none)."""
+    try:
+        parsed = httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        return None
+    return parsed.port or {"http": 80, "https": 443}.get(parsed.scheme)
 
 
 def request_headers(given: Mapping[str, str], has_body: bool,

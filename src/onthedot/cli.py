@@ -454,7 +454,7 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
     import uvicorn
 
     from onthedot.api.app import create_app
-    from onthedot.api.auth import check_bind_allowed
+    from onthedot.api.auth import AccessLogRedactor, check_bind_allowed
     from onthedot.api.connections import ConnectionLimits, guarded_protocol
     from onthedot.runtime import Runtime
 
@@ -469,6 +469,9 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
         await runtime.serve_metrics()  # only when ONTHEDOT_METRICS_PORT is set
         if roles:
             await runtime.start(roles)
+        # Its own logger (uvicorn logs each request there directly): a credential sent in
+        # the query string is refused, and must not be kept in the log either.
+        logging.getLogger("uvicorn.access").addFilter(AccessLogRedactor())
         limits = ConnectionLimits(max_connections=_fit_connection_bound(settings.max_connections),
                                   header_timeout_seconds=settings.header_timeout_seconds,
                                   keep_alive_seconds=settings.keep_alive_seconds)

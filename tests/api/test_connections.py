@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,11 +44,11 @@ def _command() -> list[str]:
     return [sys.executable, "-c", "from onthedot.cli import cli; cli()"]
 
 
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[Api]:
-    env = {**os.environ, "ONTHEDOT_MAX_CONNECTIONS": str(LIMIT),
-           "ONTHEDOT_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
-           "ONTHEDOT_KEEP_ALIVE_SECONDS": str(KEEP_ALIVE), "ONTHEDOT_LOG_LEVEL": "INFO"}
+@contextmanager
+def running_api(tmp_path: Path, **settings: str) -> Iterator[Api]:
+    """``onthedot api`` on a free loopback port, with ``ONTHEDOT_<NAME>`` settings."""
+    env = {**os.environ, "ONTHEDOT_LOG_LEVEL": "INFO",
+           **{f"ONTHEDOT_{k.upper()}": v for k, v in settings.items()}}
     env.pop("ONTHEDOT_TOKEN", None)
     log_path = tmp_path / "api.log"
     with open(log_path, "wb") as log:
@@ -65,6 +66,14 @@ def api(tmp_path: Path) -> Iterator[Api]:
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[Api]:
+    with running_api(tmp_path, max_connections=str(LIMIT),
+                     header_timeout_seconds=str(HEADER_TIMEOUT),
+                     keep_alive_seconds=str(KEEP_ALIVE)) as served:
+        yield served
 
 
 def _connect(port: int) -> socket.socket:

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 
+from onthedot.domain.delivery import DeliveryStatus
 from onthedot.domain.history import AttemptStatus
 from onthedot.domain.jsonvalue import REPLACEMENT, storable
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, RunStatus
@@ -30,6 +31,7 @@ def hooks() -> Iterator[ScriptedServer]:
         "/nul-error": answer(500, b"upstream \x00 broke \x00\x00 here"),
         "/surrogate-error": answer(502, b'{"error": "\\ud800"}', "application/json"),
         "/nul-text": answer(200, b"plain \x00 text", "text/plain"),
+        "/nul-notify": answer(400, b"refused \x00 here", "text/plain"),
     }).start()
     yield server
     server.stop()
@@ -121,6 +123,21 @@ async def test_a_feed_with_nul_in_its_titles_digests_once(shape: Engine) -> None
     assert_storable(run.output)
     titles = [item["title"] for item in run.output["items"]]
     assert f"rates {REPLACEMENT} up" in titles
+    await assert_one_attempt(shape, run, AttemptStatus.SUCCEEDED)
+
+
+async def test_a_notify_webhook_error_that_cannot_be_stored_is_recorded(
+        shape: Engine, hooks: ScriptedServer) -> None:
+    view = await shape.create(NOW, {"type": "message", "text": "hi"},
+                              notify=[{"channel": "webhook", "url": hooks.url("/nul-notify")}])
+    await shape.settle()
+    [run] = (await shape.rt.service.list_runs("alice", view.job.job_id)).items
+    assert run.status is RunStatus.SUCCEEDED, run.error
+    assert run.attempt == 1
+    [delivery] = run.deliveries
+    assert delivery.status is DeliveryStatus.FAILED
+    assert (delivery.error or "").startswith("the webhook answered HTTP 400")
+    assert REPLACEMENT in (delivery.error or "")
     await assert_one_attempt(shape, run, AttemptStatus.SUCCEEDED)
 
 

@@ -128,7 +128,8 @@ def _workers_option(fn: F) -> F:
 def _settings(**flags: Any) -> Settings:
     settings = load_settings(**flags)
     # ONTHEDOT_LOG_FORMAT, and httpx/httpcore held at WARNING: see onthedot/logs.py
-    logs.configure(settings.log_level, settings.log_format, settings.log_quiet)
+    logs.configure(settings.log_level, settings.log_format, settings.log_quiet,
+                   settings.log_repeat_seconds)
     return settings
 
 
@@ -462,7 +463,8 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
     import uvicorn
 
     from onthedot.api.app import create_app
-    from onthedot.api.auth import check_bind_allowed
+    from onthedot.api.auth import AccessLogRedactor, check_bind_allowed
+    from onthedot.api.connections import ConnectionLimits, guarded_protocol
     from onthedot.runtime import Runtime
 
     sock = _bind(settings.host, settings.port)
@@ -476,9 +478,17 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
         await runtime.serve_metrics()  # only when ONTHEDOT_METRICS_PORT is set
         if roles:
             await runtime.start(roles)
+        # Its own logger (uvicorn logs each request there directly): a credential sent in
+        # the query string is refused, and must not be kept in the log either.
+        logging.getLogger("uvicorn.access").addFilter(AccessLogRedactor())
+        limits = ConnectionLimits(max_connections=_fit_connection_bound(settings.max_connections),
+                                  header_timeout_seconds=settings.header_timeout_seconds,
+                                  keep_alive_seconds=settings.keep_alive_seconds)
         config = uvicorn.Config(create_app(runtime), lifespan="on", log_config=None,
                                 log_level=settings.log_level.lower(),
                                 access_log=settings.access_log,
+                                http=guarded_protocol(limits),
+                                timeout_keep_alive=max(1, round(limits.keep_alive_seconds)),
                                 timeout_graceful_shutdown=max(1, int(settings.shutdown_grace)))
         server = uvicorn.Server(config)
         host, port = sock.getsockname()[:2]
@@ -519,6 +529,32 @@ async def _webhook_secret_add(settings: Settings, user_id: str) -> str:
         return await create_secret(store, user_id, datetime.now(UTC))
     finally:
         await store.close()
+
+
+# File descriptors a process keeps beside its HTTP connections: database and queue
+# connections, outbound calls of in-flight runs, log files.
+FD_RESERVE = 256
+
+
+def _fit_connection_bound(max_connections: int) -> int:
+    """The connection bound this process can keep: the soft RLIMIT_NOFILE is raised toward the
+    hard one when the bound needs it, and a bound above what the limit allows is lowered (one
+    warning), so that the bound, not EMFILE on accept, is what refuses a connection."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = max_connections + FD_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        fitted = max(1, soft - FD_RESERVE)
+        log.warning("ONTHEDOT_MAX_CONNECTIONS=%d does not fit the file descriptor limit %d; "
+                    "using %d", max_connections, soft, fitted)
+        return fitted
+    return max_connections
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -75,8 +75,9 @@ class Settings(BaseSettings):
                            "door, prompt actions and news digests")
     llm_api_key: str | None = Field(None, description="API key for llm_base_url")
     egress_allow: str = Field("", description="comma-separated host names and CIDRs that actions "
-                              "may call although they are loopback, private or link-local "
-                              "(e.g. hooks.internal,10.1.0.0/16); default: none")
+                              "may call although they are loopback, private or link-local, "
+                              "each on every port or, written entry:port, on that port alone "
+                              "(e.g. hooks.internal,10.1.0.0/16,127.0.0.1:8080); default: none")
     news_feeds_file: str | None = Field(None, description="JSON file of default news feeds per "
                                         "topic and language, replacing the shipped lists it "
                                         "names (docs/actions.md); default: the shipped feeds")
@@ -111,6 +112,19 @@ class Settings(BaseSettings):
                                      "recurring, rescuer); unset = none (serve and api always "
                                      "answer /metrics on the API port)")
     metrics_host: str = Field("127.0.0.1", description="bind address of the metrics endpoint")
+    # --- the API's connections and repeated log lines (docs/operations.md, "Connections") ---
+    max_connections: int = Field(1000, ge=1, le=1_000_000, description="open HTTP connections "
+                                 "of one API process; beyond it the connection idle longest "
+                                 "is closed to make room, or the new one when every connection "
+                                 "has a request in progress")
+    header_timeout_seconds: float = Field(10.0, gt=0, le=600, description="seconds a connection "
+                                          "may take from accept (or a request's first byte) to "
+                                          "the end of the request's headers; then it is closed")
+    keep_alive_seconds: float = Field(5.0, gt=0, le=600, description="seconds an idle "
+                                      "keep-alive connection is kept between two requests")
+    log_repeat_seconds: float = Field(10.0, ge=0, le=3600, description="an identical log line "
+                                      "is written once per this many seconds, then with the "
+                                      "count of the copies suppressed (0 = write every copy)")
 
     @field_validator("smtp_url")
     @classmethod

@@ -16,6 +16,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,11 +63,53 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-def configure(level: str, fmt: str = "text", quiet: str = "") -> None:
+class RepeatFilter(logging.Filter):
+    """Lets one copy of an identical line through per ``interval_seconds``; the next copy after
+    the interval carries the count of those suppressed. A loop that logs the same failure many
+    times a second (asyncio's "accept() out of system resource" when file descriptors run out)
+    otherwise fills the disk. Identical means same logger, level and formatted message, so the
+    lines about different runs are never merged."""
+
+    MAX_KEYS = 4096  # distinct recent lines remembered; older ones are forgotten first
+
+    def __init__(self, interval_seconds: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval_seconds
+        self._clock = clock
+        self._lock = threading.Lock()  # handlers may be called from several threads
+        # (logger, level, message) -> [time last written, copies suppressed since]
+        self._seen: dict[tuple[str, int, str], list[float]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.interval <= 0:
+            return True
+        key = (record.name, record.levelno, record.getMessage())
+        now = self._clock()
+        with self._lock:
+            seen = self._seen.get(key)
+            if seen is not None and now - seen[0] < self.interval:
+                seen[1] += 1
+                return False
+            suppressed = 0 if seen is None else int(seen[1])
+            self._seen.pop(key, None)
+            self._seen[key] = [now, 0]
+            if len(self._seen) > self.MAX_KEYS:
+                del self._seen[next(iter(self._seen))]
+        if suppressed:
+            record.msg = f"{record.getMessage()} ({suppressed} identical lines suppressed)"
+            record.args = None
+        return True
+
+
+def configure(level: str, fmt: str = "text", quiet: str = "",
+              repeat_seconds: float = 0.0) -> None:
     """Set up the root logger of a server process: one handler on stderr in the chosen format.
     The loggers named in ``quiet`` stay at WARNING (httpcore alone writes several DEBUG lines
     per HTTP call, which buries the lines about runs). Like ``logging.basicConfig``, it leaves
-    a root logger that someone else set up (a test runner, an embedding program) alone."""
+    a root logger that someone else set up (a test runner, an embedding program) alone.
+    ``repeat_seconds`` > 0 writes an identical line at most once per that many seconds
+    (``RepeatFilter``)."""
     for name in (n.strip() for n in quiet.split(",")):
         if name:
             logging.getLogger(name).setLevel(logging.WARNING)
@@ -76,6 +121,8 @@ def configure(level: str, fmt: str = "text", quiet: str = "") -> None:
     handler = logging.StreamHandler(sys.stderr)
     setattr(handler, _OURS, True)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    if repeat_seconds > 0:
+        handler.addFilter(RepeatFilter(repeat_seconds))
     root.addHandler(handler)
     root.setLevel(level.upper())
 

@@ -201,16 +201,45 @@ async def system_resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+ALLOW_EXPECTED = ("comma-separated host names, addresses and CIDRs, each optionally with "
+                  ":port, e.g. hooks.internal,10.1.0.0/16,127.0.0.1:8080,[::1]:8443")
+
+
+def _split_port(entry: str) -> tuple[str, int | None]:
+    """``host:port``, ``1.2.3.4:port``, ``[v6]:port``, ``10.0.0.0/8:port`` -> (host, port);
+    an entry without a port (an IPv6 address or network has colons of its own: written bare
+    or in brackets) -> (host, None)."""
+    text = entry.strip()
+    if text.startswith("["):
+        inside, bracket, rest = text[1:].partition("]")
+        if bracket and (not rest or rest.startswith(":")):
+            return inside, _port_of(entry, rest[1:]) if rest else None
+        return text, None  # not a bracketed address: judged (and refused) as it is
+    if text.count(":") != 1:
+        return text, None
+    host, _, port = text.partition(":")
+    return host, _port_of(entry, port)
+
+
+def _port_of(entry: str, text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 65535):
+        raise ConfigError(f"egress allowlist entry {entry!r} has a bad port",
+                          field="egress_allow", expected=ALLOW_EXPECTED)
+    return int(text)
+
+
 class EgressGuard:
     """Decides whether a destination may be called. ``allow`` holds host names and CIDRs (or
-    single addresses) that are admitted although they would be refused. ``trusted`` holds
+    single addresses) that are admitted although they would be refused, each on every port or,
+    written ``entry:port``, on that port alone. ``trusted`` holds
     (host, port) endpoints the operator configured for the service itself (the model's API):
     admitted wherever they resolve, and only on that port."""
 
     def __init__(self, allow: Iterable[str] = (), resolve: Resolver | None = None, *,
                  trusted: Iterable[tuple[str, int]] = ()) -> None:
-        self._names: set[str] = set()
-        self._networks: list[IPNetwork] = []
+        # Allowed names and networks, each with the one port it admits (None: every port).
+        self._names: set[tuple[str, int | None]] = set()
+        self._networks: list[tuple[IPNetwork, int | None]] = []
         for entry in allow:
             self._add_allowed(entry)
         self._trusted = {(_normalise(host), port) for host, port in trusted}
@@ -226,7 +255,7 @@ class EgressGuard:
                    trusted=trusted)
 
     def _add_allowed(self, entry: str) -> None:
-        text = entry.strip()
+        text, port = _split_port(entry)
         address = parse_ip_literal(text) if "/" not in text else None
         try:
             network = ipaddress.ip_network(str(address) if address else text, strict=False)
@@ -235,37 +264,44 @@ class EgressGuard:
             if not re.fullmatch(r"[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?", name):
                 raise ConfigError(f"egress allowlist entry {entry!r} is neither a host name "
                                   "nor a CIDR", field="egress_allow",
-                                  expected="comma-separated host names and CIDRs, e.g. "
-                                           "hooks.internal,10.1.0.0/16") from None
-            self._names.add(name)
+                                  expected=ALLOW_EXPECTED) from None
+            self._names.add((name, port))
             return
-        self._networks.append(network)
+        self._networks.append((network, port))
 
     # --- judging -------------------------------------------------------------------------
-    def refusal_without_lookup(self, host: str) -> str | None:
-        """Why ``host`` is refused whatever DNS answers (an IP literal in a refused range, or an
+    def _name_allowed(self, name: str, port: int | None) -> bool:
+        return (name, None) in self._names or (
+            (name, port) in self._names if port is not None
+            else any(n == name for n, _ in self._names))
+
+    def refusal_without_lookup(self, host: str, port: int | None = None) -> str | None:
+        """Why ``host`` (on ``port``; None: on a port not known yet, so an entry for any port
+        of it counts) is refused whatever DNS answers (an IP literal in a refused range, or an
         always-refused name), or None if only a lookup can tell. For checks at job creation."""
-        if _normalise(host) in self._names:
+        if self._name_allowed(_normalise(host), port):
             return None
         address = parse_ip_literal(host)
         if address is not None:
-            return self._address_refusal(address)
+            return self._address_refusal(address, port)
         return name_refusal(host)
 
-    def _address_refusal(self, address: IPAddress) -> str | None:
+    def _address_refusal(self, address: IPAddress, port: int | None) -> str | None:
         reason = address_refusal(address)
         if reason is None:
             return None
         embedded = _embedded_ipv4(address)
         for candidate in (_without_zone(address), *([embedded] if embedded else [])):
-            for network in self._networks:
+            for network, allowed_port in self._networks:
                 exact = network.num_addresses == 1
-                if candidate in network and (exact or reason != "cloud metadata"):
+                port_ok = allowed_port is None or port is None or allowed_port == port
+                if candidate in network and port_ok and (exact or reason != "cloud metadata"):
                     return None
         return reason
 
     async def check_host(self, host: str, port: int) -> list[str]:
-        """Resolve ``host`` and return the addresses to connect to, all of them admitted.
+        """Resolve ``host`` and return the addresses to connect to on ``port``, all of them
+        admitted.
 
         Raises ``EgressRefusedError`` (not worth retrying) for a refused destination and
         ``ActionError`` (worth retrying) when the name does not resolve. Connect to the returned
@@ -274,16 +310,16 @@ class EgressGuard:
         address = parse_ip_literal(name)
         if (name, port) in self._trusted:
             return [str(address)] if address is not None else await self._lookup(name, port)
-        if name in self._names:
+        if self._name_allowed(name, port):
             return await self._lookup(name, port)
         if address is not None:
-            self._refuse_if(self._address_refusal(address), host, address)
+            self._refuse_if(self._address_refusal(address, port), host, address)
             return [str(address)]
         self._refuse_if(name_refusal(name), host, None)
         addresses = await self._lookup(name, port)
         for text in addresses:
             resolved = ipaddress.ip_address(text)
-            self._refuse_if(self._address_refusal(resolved), host, resolved)
+            self._refuse_if(self._address_refusal(resolved, port), host, resolved)
         return addresses
 
     async def _lookup(self, name: str, port: int) -> list[str]:
@@ -365,19 +401,50 @@ def guarded_transport(guard: EgressGuard, *, verify: ssl.SSLContext | bool = Tru
     return transport
 
 
+# Request extension naming the secret headers of a request and the origin they belong to;
+# ``_drop_secrets_across_origins`` reads it on every hop of a redirect chain.
+SECRETS_EXTENSION = "onthedot_redirect_secrets"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def redirect_secrets(url: str, names: Iterable[str]) -> dict[str, Any]:
+    """``extensions=`` of a request whose headers ``names`` are credentials for ``url``'s
+    origin alone: a redirect to another origin (scheme, host or port) drops them."""
+    return {SECRETS_EXTENSION: (_origin(httpx.URL(url)), tuple(names))}
+
+
+async def _drop_secrets_across_origins(request: httpx.Request) -> None:
+    """httpx itself drops only ``Authorization`` (and ``Cookie``) on a cross-origin redirect;
+    an ``X-Api-Key`` would follow the redirect to whoever the endpoint names. Each hop's
+    headers are copied from the hop before, so once dropped they stay dropped."""
+    held = request.extensions.get(SECRETS_EXTENSION)
+    if held is None:
+        return
+    origin, names = held
+    if _origin(request.url) != origin:
+        for name in names:
+            request.headers.pop(name, None)
+
+
 def guarded_client(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True,
                    follow_redirects: bool = True,
                    limits: httpx.Limits | None = None) -> httpx.AsyncClient:
     """The HTTP client for actions: every connection checked, redirects followed (each hop
     checked again; ``follow_redirects=False`` for an API that never redirects), no proxy taken
     from the environment (it would bypass the guard), uncompressed answers asked for so
-    ``read_capped`` bounds what is held in memory, and no cookies kept: one client serves every
+    ``read_capped`` bounds what is held in memory, secret headers dropped on a redirect to
+    another origin (``redirect_secrets``), and no cookies kept: one client serves every
     user's runs, and a cookie one user's server sets must not travel with another user's
     request. ``limits``: the connection pool (the worker sizes it to its concurrency)."""
     return httpx.AsyncClient(transport=guarded_transport(guard, verify=verify, limits=limits),
                              follow_redirects=follow_redirects, max_redirects=MAX_REDIRECTS,
                              trust_env=False,
                              headers={"Accept-Encoding": "identity"},
+                             event_hooks={"request": [_drop_secrets_across_origins]},
                              cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])))
 
 

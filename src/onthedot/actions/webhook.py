@@ -12,6 +12,7 @@ and only its first bytes are read.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,8 +26,16 @@ from onthedot.actions.egress import (
     EgressGuard,
     body_text,
     read_capped,
+    redirect_secrets,
 )
-from onthedot.actions.secret_headers import check_listed
+from onthedot.actions.secret_headers import (
+    check_listed,
+    is_secret,
+    listed_names,
+    scrub,
+    scrub_value,
+    secret_values_of,
+)
 from onthedot.actions.signing import SIGNATURE_HEADER, USER_AGENT, WebhookSigner
 from onthedot.domain.errors import ActionError, ValidationError
 
@@ -52,7 +61,7 @@ class WebhookAction:
         if host is None:
             raise ValidationError("a webhook action needs an http(s) url", field="action.url",
                                   expected="an absolute http:// or https:// URL with a host name")
-        self._validate_destination(host)
+        self._validate_destination(host, url_port(str(url)))
         method = str(params.get("method", "POST")).upper()
         if method not in METHODS:
             raise ValidationError(f"unsupported method {method}", field="action.method",
@@ -63,10 +72,16 @@ class WebhookAction:
         ):
             raise ValidationError("headers must map names to strings", field="action.headers",
                                   expected='an object like {"X-Token": "..."}')
+        problem = header_problem(headers)
+        if problem is not None:
+            name, detail, expected = problem
+            name = name[:MAX_HEADER_NAME_CHARS]  # a refused name may be as long as the action
+            raise ValidationError(f"header {name!r} {detail}", code="invalid_header",
+                                  field=f"action.headers.{name}", expected=expected)
         check_listed(params)
 
-    def _validate_destination(self, host: str) -> None:
-        reason = self.guard.refusal_without_lookup(host)
+    def _validate_destination(self, host: str, port: int | None) -> None:
+        reason = self.guard.refusal_without_lookup(host, port)
         if reason is not None:
             raise ValidationError(
                 f"the webhook url points at {host} ({reason} address), which onthedot does "
@@ -76,16 +91,39 @@ class WebhookAction:
                          f"destinations with {ALLOW_SETTING})")
 
     async def execute(self, params: dict[str, Any], ctx: ActionContext) -> Any:
+        """One call. Whatever comes back (the answer, an error text, a library's message about
+        the request) has every secret header value hidden: an endpoint may echo a credential,
+        and a refused header is quoted by the HTTP library that refuses it."""
+        secrets = secret_values_of(params)
+        try:
+            return scrub_value(await self._call(params, ctx), secrets)
+        except ActionError as exc:
+            raise ActionError(scrub(exc.message, secrets), code=exc.code,
+                              retryable=exc.retryable) from None
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError, TypeError) as exc:
+            # Not raised by a call that passed validation; a job stored before a rule existed
+            # can still get here. ``from None``: the traceback would quote the header.
+            raise ActionError(scrub(f"webhook request failed: {type(exc).__name__}: {exc}",
+                                    secrets), retryable=False) from None
+
+    async def _call(self, params: dict[str, Any], ctx: ActionContext) -> Any:
+        given = params.get("headers", {})
+        problem = header_problem(given) if isinstance(given, dict) else None
+        if problem is not None:  # stored before the rule: another attempt fails the same way
+            name, detail, _expected = problem
+            raise ActionError(f"header {name!r} {detail}", code="invalid_header",
+                              retryable=False)
         method = str(params.get("method", "POST")).upper()
         content = _request_body(params, method, ctx)
-        headers = request_headers(params.get("headers", {}), content is not None,
-                                  ctx.idempotency_key)
+        headers = request_headers(given, content is not None, ctx.idempotency_key)
         if self.signer is not None:
             headers.update(await self.signer.headers(ctx.job.user_id, content or b""))
+        secret_names = [k for k in headers if is_secret(k, listed_names(params))]
         try:
             async with ctx.http.stream(
                 method, params["url"], headers=headers, content=content,
                 timeout=ctx.timeout_seconds,
+                extensions=redirect_secrets(params["url"], secret_names),
             ) as response:
                 ok = 200 <= response.status_code < 300
                 # Leaving the block closes the connection without reading the rest.
@@ -103,6 +141,39 @@ class WebhookAction:
                 "body": _preview(response, text, complete=answer.complete)}
 
 
+# RFC 9110 section 5.1: a field name is a token.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# Section 5.5, narrowed to ASCII: visible characters, with spaces and tabs only inside.
+_VALUE_CHARS = re.compile(r"[\x20-\x7e\t]*")
+# Headers that frame the message or address the connection: httpx sets them from the request
+# itself, and a second copy would make the request mean something else to each proxy on the way
+# (a Transfer-Encoding beside a Content-Length is request smuggling; a Host points elsewhere).
+FRAMING_HEADERS = frozenset({"host", "transfer-encoding", "content-length", "connection",
+                             "upgrade", "te", "trailer", "keep-alive"})
+MAX_HEADER_NAME_CHARS = 256
+HEADER_VALUE_EXPECTED = ("visible ASCII characters, with spaces or tabs only between them "
+                         "(no line breaks, control characters, non-ASCII or leading or "
+                         "trailing white space)")
+
+
+def header_problem(headers: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """The first header that cannot be sent as given: (name, what is wrong, what is expected),
+    or None. The value itself is never part of the answer: it may be a credential."""
+    for name, value in headers.items():
+        lowered = name.lower()
+        if len(name) > MAX_HEADER_NAME_CHARS or not _TOKEN.fullmatch(name):
+            return (name, "is not an HTTP header name",
+                    f"a name of at most {MAX_HEADER_NAME_CHARS} letters, digits and "
+                    "!#$%&'*+-.^_`|~ (RFC 9110 token)")
+        if lowered in FRAMING_HEADERS or lowered.startswith("proxy-"):
+            return (name, "is set by onthedot from the request itself",
+                    "no Host, Content-Length, Transfer-Encoding, Connection, Upgrade, TE, "
+                    "Trailer, Keep-Alive or Proxy-* header")
+        if not _VALUE_CHARS.fullmatch(value) or value != value.strip(" \t"):
+            return name, "has a value that cannot be sent", HEADER_VALUE_EXPECTED
+    return None
+
+
 def url_host(url: str) -> str | None:
     """The host an http(s) URL connects to, parsed the way the request will be sent (so the
     host judged is the host connected to); None for anything that is not such a URL: another
@@ -118,12 +189,21 @@ def url_host(url: str) -> str | None:
     return host if parts.scheme in ("http", "https") and host else None
 
 
+def url_port(url: str) -> int | None:
+    """The port an http(s) URL connects to (its scheme's default when it names none)."""
+    try:
+        parsed = httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        return None
+    return parsed.port or {"http": 80, "https": 443}.get(parsed.scheme)
+
+
 def request_headers(given: Mapping[str, str], has_body: bool,
                     idempotency_key: str) -> httpx.Headers:
     """The user's headers over our defaults; the idempotency key and the signature are ours
     alone (a signature header the user wrote is dropped, not passed on as if we signed)."""
     headers = httpx.Headers({"User-Agent": USER_AGENT})
-    headers.update(dict(given))
+    headers.update({k: v for k, v in given.items() if k.lower() not in FRAMING_HEADERS})
     headers.pop(SIGNATURE_HEADER, None)
     if has_body and "content-type" not in headers:
         headers["Content-Type"] = "application/json"

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import logging
 import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 from onthedot.config import Settings
 from onthedot.domain.errors import AuthError, ConfigError, ForbiddenError, ValidationError
@@ -176,3 +177,45 @@ def new_token_id() -> str:
 def _loopback_request(host: str, origin: str | None) -> bool:
     origin_host = urlsplit(origin).hostname if origin else None
     return is_loopback(host) and (origin is None or is_loopback(origin_host or ""))
+
+
+# --- credentials in the access log ------------------------------------------------------------
+# Query parameters that carry a credential, by name (lower case, after percent-decoding). A
+# token belongs in the Authorization header and a query one is refused, but the access log
+# writes the request line before anyone refuses anything.
+QUERY_SECRET_NAMES = frozenset({"token", "access_token", "id_token", "refresh_token", "auth",
+                                "authorization", "bearer", "key", "api_key", "apikey",
+                                "password", "passwd", "secret", "client_secret", "signature",
+                                "sig", "jwt", "session"})
+QUERY_SECRET_SUFFIXES = ("_token", "-token", "_key", "-key", "_secret", "-secret", "password")
+QUERY_NOT_SECRET = frozenset({"page_token", "next_page_token"})  # our pagination cursors
+_OUR_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_%-]+")
+_QUERY_PAIR = re.compile(r"([^&;=]*)(=?)([^&;]*)")
+
+
+def _secret_query_name(name: str) -> bool:
+    lowered = unquote_plus(name).strip().lower()
+    return lowered not in QUERY_NOT_SECRET and (
+        lowered in QUERY_SECRET_NAMES or lowered.endswith(QUERY_SECRET_SUFFIXES))
+
+
+def redact_request_target(target: str) -> str:
+    """A request line's path and query as the access log may keep them: the value of every
+    credential-named query parameter is ``***``, and so is anything shaped like one of our
+    tokens (``otd_...``) wherever it appears."""
+    path, question, query = target.partition("?")
+    if question:
+        query = _QUERY_PAIR.sub(
+            lambda m: f"{m[1]}{m[2]}***" if m[2] and _secret_query_name(m[1]) else m[0], query)
+    return _OUR_TOKEN.sub(TOKEN_PREFIX + "***", path + question + query)
+
+
+class AccessLogRedactor(logging.Filter):
+    """On uvicorn's access logger: its records carry (client, method, target, HTTP version,
+    status) as arguments; the target is redacted (``redact_request_target``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], redact_request_target(args[2]), *args[3:])
+        return True

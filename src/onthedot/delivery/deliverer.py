@@ -45,6 +45,7 @@ from onthedot.domain.delivery import (
     InboxItem,
 )
 from onthedot.domain.errors import BackendError, DeliveryError
+from onthedot.domain.jsonvalue import storable_text
 from onthedot.domain.models import Job, JobRun
 from onthedot.metrics import Metrics
 from onthedot.store.base import DeliveryStore
@@ -156,8 +157,10 @@ class Deliverer:
 
     async def _done(self, claimed: Delivery, token: str, status: DeliveryStatus,
                     error: str | None) -> None:
+        # An error may quote what a remote server answered: made storable (domain/jsonvalue).
         done = DeliveryDone(run_id=claimed.run_id, channel_key=claimed.channel_key,
-                            claim_token=token, status=status, now=self.clock.now(), error=error)
+                            claim_token=token, status=status, now=self.clock.now(),
+                            error=None if error is None else storable_text(error))
         if await self._stored(claimed, lambda: self.store.delivery_done(done)):
             self.metrics.deliveries.labels(channel=claimed.channel, status=status.value).inc()
 

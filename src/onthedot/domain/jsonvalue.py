@@ -87,3 +87,48 @@ def _children(value: Any) -> list[tuple[str | int, Any]] | None:
     if isinstance(value, list | tuple):
         return list(enumerate(value))
     return None
+
+
+# What takes the place of a character that cannot be stored: U+FFFD, the replacement character
+# a UTF-8 decoder writes for bytes it cannot read.
+REPLACEMENT = "\ufffd"
+
+
+def storable_text(text: str) -> str:
+    """``text`` with every unpaired surrogate and NUL replaced by U+FFFD."""
+    return text if is_storable_text(text) else _UNSTORABLE.sub(REPLACEMENT, text)
+
+
+def storable(value: Any) -> Any:
+    """``value`` with every string in it, keys included, made storable (``storable_text``), at
+    any depth; containers are copied only where something changed. For what comes from outside
+    (an endpoint's answer, a feed's titles, an error text quoting either): no byte of it may
+    make recording a run's result fail. Iterative, like the walks above: a deep value cannot
+    exhaust the stack."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if first_problem(value, "", max_depth=1 << 30) is None:
+        return value  # the common case: nothing to copy
+    root: list[Any] = [value]
+    # (container to fill, its position in its parent, the original) — filled bottom-up.
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while stack:
+        parent, slot, item = stack.pop()
+        if isinstance(item, str):
+            parent[slot] = storable_text(item)
+        elif isinstance(item, dict):
+            copy: dict[Any, Any] = {}
+            for key, child in item.items():
+                new_key = storable_text(key) if isinstance(key, str) else key
+                copy[new_key] = child
+                stack.append((copy, new_key, child))
+            parent[slot] = copy
+        elif isinstance(item, list | tuple):
+            items = list(item)
+            for index, child in enumerate(items):
+                stack.append((items, index, child))
+            parent[slot] = items
+        else:
+            parent[slot] = item
+    # Tuples come back as lists: JSON has only arrays.
+    return root[0]

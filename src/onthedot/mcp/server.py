@@ -13,16 +13,24 @@ over Streamable HTTP the bearer token of the HTTP request, exactly as for the RE
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from io import TextIOWrapper
 from typing import Any
 
+import anyio
 import mcp.types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.lowlevel import Server
+from mcp.shared.message import SessionMessage
 
 from onthedot import __version__
 from onthedot.config import Settings
 from onthedot.domain.errors import OnTheDotError
+from onthedot.domain.jsonvalue import first_problem
 from onthedot.mcp.registry import Caller, ToolDef, ToolRegistry, ToolResult
 from onthedot.mcp.tools import build_registry
 from onthedot.service import JobService
@@ -104,15 +112,89 @@ async def serve_stdio(settings: Settings, user_id: str) -> None:
     Only the service is opened here (store and queue); runs are executed by a running
     ``onthedot serve`` (or watcher and worker processes) sharing the same database.
     """
-    from mcp.server.stdio import stdio_server
-
     from onthedot.runtime import Runtime
 
     runtime = await Runtime.open(settings)
     try:
         tz = settings.default_timezone
         server = build_server(tz, fixed_caller(runtime.service, user_id, tz))
-        async with stdio_server() as (read, write):
+        async with stdio_transport() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
         await runtime.close()
+
+
+# --- stdio ------------------------------------------------------------------------------------
+Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception],
+                MemoryObjectSendStream[SessionMessage]]
+
+
+def refusal_line(line: str) -> str | None:
+    """The JSON-RPC error answering a stdin line the SDK cannot take, or None when it can. The
+    SDK's stdio transport drops such a line without a word (its JSON parser refuses a lone
+    surrogate escape that Python's accepts), so the client waits for an answer that never
+    comes. JSON-RPC 2.0: -32700 for text that is not JSON (or is JSON whose strings cannot be
+    text), -32600 for JSON that is not a request; the request's id is echoed when it has one."""
+    try:
+        types.JSONRPCMessage.model_validate_json(line)
+        return None
+    except ValueError:
+        pass
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return _error_line(None, types.PARSE_ERROR, "Parse error: the line is not JSON")
+    raw_id = value.get("id") if isinstance(value, dict) else None
+    usable = isinstance(raw_id, int | str) and not isinstance(raw_id, bool) \
+        and first_problem(raw_id, "id") is None
+    request_id = raw_id if usable else None
+    if first_problem(value, "message", max_depth=1 << 30) is not None:
+        return _error_line(request_id, types.PARSE_ERROR, "Parse error: the message holds an "
+                           "unpaired surrogate or a NUL, or a non-finite number")
+    return _error_line(request_id, types.INVALID_REQUEST,
+                       "Invalid Request: not a JSON-RPC 2.0 message")
+
+
+def _error_line(request_id: int | str | None, code: int, message: str) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id,
+                       "error": {"code": code, "message": message}})
+
+
+@asynccontextmanager
+async def stdio_transport() -> AsyncIterator[Streams]:
+    """stdin/stdout as the SDK's ``stdio_server`` carries them (one JSON-RPC message per
+    line, UTF-8 with undecodable bytes replaced), except that a line it cannot take is
+    answered with a JSON-RPC error (``refusal_line``) instead of being dropped."""
+    stdin = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8",
+                                          errors="replace"))
+    stdout = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
+    to_server, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    writing = anyio.Lock()  # answers and refusals share stdout, one whole line at a time
+
+    async def put(line: str) -> None:
+        async with writing:
+            await stdout.write(line + "\n")
+            await stdout.flush()
+
+    async def read_stdin() -> None:
+        async with to_server:
+            async for line in stdin:
+                if not line.strip():
+                    continue
+                refusal = refusal_line(line)
+                if refusal is not None:
+                    await put(refusal)
+                    continue
+                await to_server.send(SessionMessage(types.JSONRPCMessage.model_validate_json(
+                    line)))
+
+    async def write_stdout() -> None:
+        async with from_server:
+            async for message in from_server:
+                await put(message.message.model_dump_json(by_alias=True, exclude_none=True))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(read_stdin)
+        tasks.start_soon(write_stdout)
+        yield read, write

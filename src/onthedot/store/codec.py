@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from onthedot.db.timestamps import parse_ts, ts
-from onthedot.domain.jsonvalue import MAX_JSON_DEPTH, first_problem
+from onthedot.domain.jsonvalue import MAX_JSON_DEPTH, first_problem, storable_text
 from onthedot.domain.models import (
     MAX_ACTION_DEPTH,
     Job,
@@ -173,10 +173,12 @@ def feed_state_params(put: FeedStatesPut, state: FeedState) -> dict[str, Any]:
         "job_id": put.job_id,
         "run_id": put.run_id,
         "feed_url": state.feed_url,
-        "etag": state.etag,
-        "last_modified": state.last_modified,
+        # Validators and item keys are what a feed's server sent: made storable here.
+        "etag": None if state.etag is None else storable_text(state.etag),
+        "last_modified": (None if state.last_modified is None
+                          else storable_text(state.last_modified)),
         "fetched_at": ts(state.fetched_at),
-        "seen": json.dumps(list(state.seen)),
+        "seen": json.dumps([storable_text(k) for k in state.seen], ensure_ascii=False),
     }
 
 

@@ -49,6 +49,7 @@ from onthedot.domain.clock import Clock
 from onthedot.domain.delivery import InboxItem
 from onthedot.domain.errors import ActionError, BackendError, OnTheDotError
 from onthedot.domain.history import AttemptStatus
+from onthedot.domain.jsonvalue import storable, storable_text
 from onthedot.domain.models import MAX_BACKOFF_SECONDS, Job, JobRun, RetryPolicy, RunStatus
 from onthedot.logs import run_fields
 from onthedot.metrics import Metrics
@@ -240,6 +241,8 @@ class Worker:
             self.metrics.run_lateness.observe(
                 max(0.0, (self.clock.now() - run.scheduled_at).total_seconds()))
         ok, output, error, retryable = await self._execute(job, run)
+        # From outside (an answer, a feed): nothing in it may make recording the result fail.
+        output, error = storable(output), storable_text(error)
         if ok:
             inbox = await self.deliverer.deliver(job, run, output)  # see its docstring
             await self._succeed(run, token, delivery, output, inbox)

@@ -46,7 +46,7 @@ from onthedot.domain.models import (
 )
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
-from onthedot.quotas import CreateRate, active_quota_error
+from onthedot.quotas import CreateRate, ParseRate, RunRate, active_quota_error
 from onthedot.schedule import (
     Schedule,
     compile_schedule_async,
@@ -131,6 +131,8 @@ class JobService:
         self._guard = EgressGuard.from_settings(settings)
         self._group_commit = GroupCommit(store)
         self._create_rate = CreateRate(settings.create_rate_per_minute)
+        self._parse_rate = ParseRate(settings.parse_rate_per_minute)
+        self._run_rate = RunRate(settings.run_rate_per_minute)
 
     def set_due_soon_hook(self, hook: Callable[[datetime], None]) -> None:
         """The in-process watcher wants to hear at once about runs due within its tick."""
@@ -162,12 +164,22 @@ class JobService:
                                   field="jobs", expected=f"at most {MAX_BATCH_JOBS} jobs")
         now = self.clock.now()
         prepared: list[JobInsert | ValidationError | QuotaError] = []
+        # The quotas are looked at before each item's validation, so items that would be
+        # refused anyway cost no compiling: a user at the limit gets 429s for nothing.
+        room = await self._active_room(user_id)
         for spec, key in requests:
+            refused = self._batch_refusal(user_id, room, key is not None, now)
+            if refused is not None:
+                prepared.append(refused)
+                continue
             try:
-                prepared.append(await self._prepare(user_id, spec, key, now))
+                item = await self._prepare(user_id, spec, key, now)
             except ValidationError as exc:  # this item only; the others go on
                 prepared.append(exc)
-        prepared = self._within_create_rate(user_id, prepared)
+                continue
+            self._create_rate.take(user_id, 1, now)
+            room = None if room is None else room - 1
+            prepared.append(item)
         items = [p for p in prepared if isinstance(p, JobInsert)]
         stored = iter(await self.store.jobs_insert_many(items) if items else [])
         outcomes: list[CreateOutcome] = []
@@ -333,6 +345,7 @@ class JobService:
 
     async def run_job_now(self, user_id: str, job_id: str) -> JobRun:
         now = self.clock.now()
+        self._run_rate.take_one(user_id, now)  # a run now makes a worker call out at once
         manual = self._new_run(job_id, now, "manual")
 
         async def plan(job: Job) -> JobSave:
@@ -456,31 +469,35 @@ class JobService:
         return redriven
 
     # --- per-user quotas (onthedot.quotas) ------------------------------------------------
+    def take_parse(self, user_id: str) -> None:
+        """One sentence for the parser (parse, chat, MCP `when`), or 429 rate_limited: the
+        edges call it before the work starts."""
+        self._parse_rate.take_one(user_id, self.clock.now())
+
     def _take_creates(self, user_id: str, wanted: int) -> None:
         now = self.clock.now()
         if self._create_rate.take(user_id, wanted, now) < wanted:
             raise self._create_rate.limited(user_id, now)
 
-    def _within_create_rate(
-            self, user_id: str, prepared: list[JobInsert | ValidationError | QuotaError],
-    ) -> list[JobInsert | ValidationError | QuotaError]:
-        """The valid items of a batch take one create each, in order; those the rate does not
-        grant are answered 429 in their place."""
-        now = self.clock.now()
-        wanted = sum(isinstance(p, JobInsert) for p in prepared)
-        granted = self._create_rate.take(user_id, wanted, now)
-        if granted == wanted:
-            return prepared
-        limited = self._create_rate.limited(user_id, now)
-        out: list[JobInsert | ValidationError | QuotaError] = []
-        for item in prepared:
-            if isinstance(item, JobInsert):
-                if granted == 0:
-                    out.append(limited)
-                    continue
-                granted -= 1
-            out.append(item)
-        return out
+    async def _active_room(self, user_id: str) -> int | None:
+        """How many more active jobs the user may have now (None: no limit). Only a first
+        look: the insert checks the limit again under its lock (JobInsert.max_active)."""
+        limit = self.settings.max_active_jobs
+        if not limit:
+            return None
+        return max(0, limit - await self.store.jobs_count_active(user_id, limit))
+
+    def _batch_refusal(self, user_id: str, room: int | None, keyed: bool,
+                       now: datetime) -> QuotaError | None:
+        """The 429 a batch item gets before it is validated, if any: the valid items take one
+        create each, in order, and the rest are answered 429 in their place. An item with an
+        idempotency key may be the replay of a job already counted, so only the insert can
+        refuse it for the active-job limit."""
+        if not self._create_rate.can_take(user_id, now):
+            return self._create_rate.limited(user_id, now)
+        if room is not None and room <= 0 and not keyed:
+            return active_quota_error(self.settings.max_active_jobs)
+        return None
 
     async def _check_revived_quota(self, job: Job) -> None:
         """A finished job that a new schedule brings back counts again. Checked before the

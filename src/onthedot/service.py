@@ -173,13 +173,13 @@ class JobService:
                 prepared.append(refused)
                 continue
             try:
-                item = await self._prepare(user_id, spec, key, now)
+                insert = await self._prepare(user_id, spec, key, now)
             except ValidationError as exc:  # this item only; the others go on
                 prepared.append(exc)
                 continue
             self._create_rate.take(user_id, 1, now)
             room = None if room is None else room - 1
-            prepared.append(item)
+            prepared.append(insert)
         items = [p for p in prepared if isinstance(p, JobInsert)]
         stored = iter(await self.store.jobs_insert_many(items) if items else [])
         outcomes: list[CreateOutcome] = []

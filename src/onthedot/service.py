@@ -55,6 +55,7 @@ from onthedot.schedule import (
     with_flexible_window,
 )
 from onthedot.schedule.local import load_timezone
+from onthedot.schedule.oneshot import out_of_range
 from onthedot.store.base import InboxQuery, JobCreated, JobInsert, JobListQuery, JobSave, Store
 from onthedot.store.group_commit import GroupCommit
 
@@ -523,6 +524,10 @@ class JobService:
             first = schedule.next_after(datetime.min.replace(tzinfo=now.tzinfo))
         else:
             first = schedule.next_at_or_after(now)
+        if first is None and params.type == "one-time":
+            # Its one time exists (compile checked it): a flexible window carried it past the
+            # end of the supported range.
+            raise out_of_range(params.time or "")
         if first is None:
             raise ValidationError("the schedule has no future occurrence",
                                   code="no_future_occurrence", field="job_params.schedule",

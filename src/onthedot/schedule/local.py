@@ -23,6 +23,12 @@ from onthedot.domain.errors import ScheduleError
 TIMEZONE_EXPECTED = "an IANA timezone such as Asia/Taipei"
 
 
+# Every occurrence of every job lies before this instant. The year left before datetime.max is
+# room for what is added to a run's time later (a flexible window, a retry's backoff, the
+# misfire grace, a zone's offset, the next hour's bucket), so none of it can overflow.
+LATEST_INSTANT = datetime(9999, 1, 1, tzinfo=UTC)
+
+
 def load_timezone(name: str, *, field: str = "job_params.timezone") -> ZoneInfo:
     """The IANA zone called ``name``; a wrong-case name ("asia/taipei") is accepted too.
 

@@ -9,9 +9,9 @@ in docs/natural-language.md and implemented language-neutrally in ``resolve``.
 from __future__ import annotations
 
 from datetime import datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
-from onthedot.domain.errors import ValidationError
+from onthedot.domain.errors import ScheduleError, ValidationError
 from onthedot.nl import en, zh
 from onthedot.nl.combine import Unreadable, fail, merge, select
 from onthedot.nl.lang import detect, has_cjk
@@ -22,6 +22,7 @@ from onthedot.nl.resolve import to_params
 from onthedot.nl.result import ParseResult
 from onthedot.nl.scan import normalise, scan
 from onthedot.nl.task import task_text
+from onthedot.schedule.local import load_timezone
 
 __all__ = ["MAX_PIECES", "MAX_TEXT_CHARS", "Doing", "ParseResult", "off_loop", "parse",
            "parse_async", "render_confirmation"]
@@ -43,7 +44,7 @@ def parse(text: str, *, now: datetime, timezone: str = "UTC") -> ParseResult:
     try:
         if len(text) > MAX_TEXT_CHARS:
             raise fail("too_long", text[:40], length=len(text), limit=MAX_TEXT_CHARS)
-        return _parse(text, now, zone, timezone, language)
+        return _parse(text, now, zone, zone.key, language)
     except Unreadable as exc:
         raise to_error(exc.problem, language) from None
 
@@ -76,10 +77,10 @@ def _parse(text: str, now: datetime, zone: ZoneInfo, tz: str, language: str) -> 
 
 def _zone(timezone: str) -> ZoneInfo:
     try:
-        return ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError):
+        return load_timezone(timezone, field="timezone")
+    except ScheduleError:
         raise ValidationError(
-            f"Unknown timezone {timezone!r}.",
+            f"Unknown timezone {timezone[:80]!r}.",
             code="invalid_timezone",
             field="timezone",
             expected="an IANA timezone such as Asia/Taipei or America/New_York",

@@ -55,13 +55,13 @@ async def test_run_now_has_a_rate_per_user(tmp_path: Path) -> None:
         alice = await add_token(rt, "alice", "alice-token-1234567890")
         job_id = (await client.post("/v1/jobs", json=job_body(), headers=alice)).json()["job_id"]
         for _ in range(2):
+            clock.advance(1)  # a run now at a new instant is a new run (not the 08:00 one)
             assert (await client.post(f"/v1/jobs/{job_id}:run",
                                       headers=alice)).status_code == 201
-            clock.advance(1)  # a run now at a new instant is a new run
 
         refused = await client.post(f"/v1/jobs/{job_id}:run", headers=alice)
         assert_problem(refused, 429, "rate_limited")
-        assert refused.headers["Retry-After"] == "28"  # one every 30 s, 2 s refilled
+        assert refused.headers["Retry-After"] == "29"  # one every 30 s, 1 s refilled
         async with mcp_client(rt) as mcp:
             result = await mcp_call(mcp, alice, "run_task_now", {"task_id": job_id})
         assert result["structuredContent"]["error"]["code"] == "rate_limited"

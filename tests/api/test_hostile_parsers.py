@@ -20,6 +20,7 @@ import pytest
 from onthedot.config import Settings
 from tests.api.conftest import job_body
 from tests.api.live import LiveServer, live_server
+from tests.support.waiting import wait_until
 
 HEALTHY = 0.5  # seconds: the longest a /healthz answer may take while the parsers work
 SIZES = (4_096, 65_536)
@@ -67,7 +68,6 @@ def healthz_probe(url: str) -> Iterator[list[float]]:
         done.set()
         thread.join(timeout=60)
     assert not failures, failures[:3]
-    assert len(latencies) >= 5
     assert max(latencies) < HEALTHY, sorted(latencies)[-5:]
 
 
@@ -81,8 +81,10 @@ def hostile(server: LiveServer, sends: list[Send]) -> list[httpx.Response]:
             began = time.perf_counter()
             return send(http), time.perf_counter() - began
 
-    with healthz_probe(server.url), ThreadPoolExecutor(IN_FLIGHT) as pool:
-        answers = list(pool.map(one, sends))
+    with healthz_probe(server.url) as latencies:
+        with ThreadPoolExecutor(IN_FLIGHT) as pool:
+            answers = list(pool.map(one, sends))
+        wait_until(lambda: len(latencies) >= 3, 30, "a few /healthz answers")
     for response, elapsed in answers:
         assert response.status_code < 500, response.text[:300]
         assert elapsed < ANSWERED

@@ -116,9 +116,16 @@ def test_phrases_on_parse_never_stall_the_server(server: LiveServer) -> None:
     assert {a.status_code for a in answers} <= {200, 422}
 
 
+# What chat reads before the parser: the request's verb, the task's words, polite tails.
+CHAT_TOKENS = (", ", "了", "吧了", "please ", "change to ", "刪除", "提醒", "把", "run ", "the ")
+CHAT_SHAPES = ("{}x", "delete {}x", "pause {}", "刪除{}x", "change the news to {}8am")
+
+
 def test_chat_never_stalls_the_server(server: LiveServer) -> None:
+    messages = sentences()[::2] + [shape.format(repeat(token, 3_900)) for token in CHAT_TOKENS
+                                   for shape in CHAT_SHAPES]
     answers = hostile(server, [post("/v1/chat", {"message": text, "dry_run": True})
-                               for text in sentences()[::2]])
+                               for text in messages])
     assert {a.status_code for a in answers} <= {200, 422}
 
 

@@ -105,7 +105,8 @@ class FrontDoor:
                                   expected="the user's message (1-4000 characters)")
         if self.settings.llm_base_url:
             return await self._by_model(user_id, message, tz, dry_run)
-        intent = recognise(message, tz)
+        # CPU work bounded by the message's length (4,000 characters): off the event loop.
+        intent = await nl.off_loop(lambda: recognise(message, tz))
         if intent.kind != "create":
             return _managed(await Manager(self.service).handle(
                 intent, user_id, timezone=tz, timezone_given=timezone is not None,

@@ -175,7 +175,7 @@ class JobService:
                 continue
             try:
                 insert = await self._prepare(user_id, spec, key, now)
-            except ValidationError as exc:  # this item only; the others go on
+            except (ValidationError, QuotaError) as exc:  # this item only; the others go on
                 prepared.append(exc)
                 continue
             self._create_rate.take(user_id, 1, now)
@@ -204,8 +204,15 @@ class JobService:
         be inserted within the user's active-job quota)."""
         spec = self._validated(spec)
         job_id = new_ulid(now)
-        schedule = with_flexible_window(await self._compile(spec.params, anchor=now, now=now),
-                                        job_id, spec.params.flexible_window_seconds)
+
+        async def room_first() -> None:
+            # Before a costly compile only: a user at the active-job limit is refused without
+            # it (a replay, with its key, may still be answered by the insert).
+            if idempotency_key is None and await self._active_room(user_id) == 0:
+                raise active_quota_error(self.settings.max_active_jobs)
+
+        compiled = await self._compile(spec.params, anchor=now, now=now, before_thread=room_first)
+        schedule = with_flexible_window(compiled, job_id, spec.params.flexible_window_seconds)
         first_at = self._first_occurrence(spec.params, schedule, now)
         job = Job(
             job_id=job_id, user_id=user_id, name=spec.name or _default_name(spec),
@@ -509,11 +516,12 @@ class JobService:
             raise active_quota_error(limit)
 
     # --- helpers -------------------------------------------------------------------------
-    async def _compile(self, params: JobParams, *, anchor: datetime,
-                       now: datetime | None) -> Schedule:
+    async def _compile(self, params: JobParams, *, anchor: datetime, now: datetime | None,
+                       before_thread: Callable[[], Awaitable[None]] | None = None) -> Schedule:
         # Bounded, and off the event loop unless cheap (onthedot.schedule.limits).
         return await compile_schedule_async(params, anchor=anchor, now=now,
-                                            min_interval_seconds=self.settings.min_interval)
+                                            min_interval_seconds=self.settings.min_interval,
+                                            before_thread=before_thread)
 
     def _first_occurrence(self, params: JobParams, schedule: Schedule,
                           now: datetime) -> datetime:

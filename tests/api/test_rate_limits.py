@@ -97,3 +97,20 @@ async def test_a_batch_past_the_create_rate_validates_nothing(tmp_path: Path) ->
         results = answer.json()["results"]
         assert [r["status"] for r in results] == [201, 422, 201, 429, 429]
         assert {r["problem"]["code"] for r in results[3:]} == {"rate_limited"}
+
+
+async def test_a_create_at_the_active_limit_skips_a_costly_compile(tmp_path: Path) -> None:
+    # Ten sparse rules whose check needs far more than the inline budget (and the full one).
+    costly = "\n".join(["BEGIN:VEVENT", "DTSTART:20260622T000000Z",
+                        *[f"RRULE:FREQ=YEARLY;BYMONTH={m};COUNT=10000" for m in range(1, 11)],
+                        "END:VEVENT"])
+    body = job_body(job_params={"type": "recurring", "schedule": costly, "timezone": "UTC"})
+    async with api(sqlite_settings(tmp_path, max_active_jobs=1)) as (_rt, client):
+        assert_problem(await client.post("/v1/jobs", json=body), 422, "schedule_too_complex")
+        assert (await client.post("/v1/jobs", json=job_body())).status_code == 201
+
+        refused = await client.post("/v1/jobs", json=body)
+        assert_problem(refused, 429, "quota_exceeded")  # not compiled: no 422 this time
+        # A cheap schedule is still judged inline, as before.
+        assert_problem(await client.post("/v1/jobs", json=job_body(job_params=INVALID)), 422,
+                       "invalid_schedule")

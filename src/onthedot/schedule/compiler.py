@@ -9,6 +9,7 @@ without a deadline; its lookups are bounded by the search horizon.
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 from datetime import datetime, time, timedelta
 from itertools import islice, pairwise
 from zoneinfo import ZoneInfo
@@ -87,9 +88,11 @@ async def compile_schedule_async(
     now: datetime | None = None,
     min_interval_seconds: float = 60.0,
     past_grace_seconds: float = 60.0,
+    before_thread: Callable[[], Awaitable[None]] | None = None,
 ) -> Schedule:
     """:func:`compile_schedule` for the event loop: cheap schedules (ordinary cron expressions
-    and rules) compile inline, anything else in the schedule thread (see ``limits``)."""
+    and rules) compile inline, anything else in the schedule thread (see ``limits``), after
+    ``before_thread`` is awaited."""
 
     def compile_it() -> Schedule:
         return compile_schedule(
@@ -102,7 +105,7 @@ async def compile_schedule_async(
 
     # A long text is read in the thread at once: reading it is linear, but not free.
     long_text = len(params.schedule or "") + len(params.time or "") > INLINE_CHARS
-    return await run_bounded(compile_it, inline=not long_text)
+    return await run_bounded(compile_it, inline=not long_text, before_thread=before_thread)
 
 
 def _validated(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import TypeVar
@@ -131,12 +131,14 @@ def call_bounded(fn: Callable[[], T], steps: int | None = VALIDATION_STEPS) -> T
 
 
 async def run_bounded(fn: Callable[[], T], *, steps: int | None = VALIDATION_STEPS,
-                      inline: bool = True) -> T:
+                      inline: bool = True,
+                      before_thread: Callable[[], Awaitable[None]] | None = None) -> T:
     """``fn()`` under a budget of ``steps``, without holding up the event loop for long.
 
     ``fn`` must be a pure computation (it may run twice): first inline under
     :data:`INLINE_STEPS` (unless ``inline`` is False), then, if that was not enough, in the
-    schedule thread pool.
+    schedule thread pool. ``before_thread`` is awaited before the costly attempt only (a
+    quota check that may refuse the request first), so cheap work never pays for it.
     """
     if inline:
         try:
@@ -144,6 +146,8 @@ async def run_bounded(fn: Callable[[], T], *, steps: int | None = VALIDATION_STE
                 return fn()
         except NeedsThread:
             pass
+    if before_thread is not None:
+        await before_thread()
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(_executor(), call_bounded, fn, steps)
 

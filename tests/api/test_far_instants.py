@@ -11,8 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
+from onthedot.config import Settings
 from onthedot.runtime import Runtime
 from tests.api.conftest import job_body
+from tests.api.test_quotas import api
+from tests.conformance.conftest import PG_DSN, drop_pg_schema, new_pg_schema
 from tests.mcp.conftest import memory_session, payload
 
 BATCH = "/v1/jobs:batch"
@@ -105,3 +108,26 @@ async def test_mcp_answers_a_far_instant_with_its_argument(rt: Runtime,
     if not body["ok"]:
         assert body["error"]["code"] != "internal_error", body
         assert body["error"]["field"] in ("time", "schedule"), body
+
+
+@pytest.mark.postgres
+async def test_postgres_stores_or_refuses_each_far_instant() -> None:
+    # Partitions by day and month: the last accepted instants must find a home there too.
+    schema = new_pg_schema()
+    settings = Settings(database_url=PG_DSN, database_schema=schema, max_active_jobs=0,
+                        create_rate_per_minute=0, database_pool_size=2)
+    try:
+        async with api(settings) as (_rt, client):
+            all_cases = cases()
+            answer = await client.post(BATCH, json={"jobs": [job_body(job_params=p)
+                                                             for p in all_cases[:100]]})
+            assert answer.status_code == 200, answer.text
+            for index, (params, result) in enumerate(
+                    zip(all_cases, answer.json()["results"], strict=False)):
+                assert_judged(result["status"], result.get("problem") or {}, params,
+                              f"jobs[{index}].")
+            for params in all_cases[100:]:
+                created = await client.post("/v1/jobs", json=job_body(job_params=params))
+                assert_judged(created.status_code, created.json(), params)
+    finally:
+        await drop_pg_schema(schema)

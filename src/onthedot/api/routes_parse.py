@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from onthedot import nl
 from onthedot.actions.choice import choose_action
 from onthedot.api.jsonbody import StrictJsonRoute
+from onthedot.api.models import Problem
+from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.api.routes_chat import MAX_MESSAGE_CHARS
 from onthedot.api.routes_jobs import COMMON_PROBLEMS, RuntimeDep, UserDep
 from onthedot.domain.models import JobParams
@@ -60,7 +62,8 @@ class ParseResponse(BaseModel):
                     "checked as creating the job would check them")
 
 
-@router.post("/parse", response_model=ParseResponse)
+@router.post("/parse", response_model=ParseResponse, responses={
+    429: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}}})
 async def parse(body: ParseRequest, rt: RuntimeDep, user: UserDep) -> ParseResponse:
     """Read a sentence ("every weekday at 9am stand up") without creating anything. A sentence
     the parser cannot read exactly is a 422 whose `field` is the fragment it could not read, as

@@ -189,3 +189,23 @@ def test_headers_urls_and_tokens_never_stall_the_server(server: LiveServer) -> N
         sends.append(post("/v1/jobs", job_body(action={"type": "webhook", "url": url})))
     answers = hostile(server, sends)
     assert {a.status_code for a in answers} <= {201, 400, 401, 413, 422, 431}
+
+
+# --- the same parsers behind MCP (Streamable HTTP, mounted in the API) ------------------------
+def mcp_tool(tool: str, arguments: dict[str, Any]) -> Send:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}
+    return post("/mcp", body, Accept="application/json, text/event-stream")
+
+
+def test_mcp_tools_never_stall_the_server(server: LiveServer) -> None:
+    sends = [mcp_tool("create_task", {"task": "x", "schedule": text[:4_000], "timezone": "UTC"})
+             for text in schedules(4_000)]  # the tool's own cap on `schedule`
+    sends += [mcp_tool("create_task", {"when": repeat(token, 490)})  # `when`: 500 at most
+              for token in ("every day at 8am ", "8:", ", ", "每天早上八點", "週一", "了")]
+    sends += [mcp_tool("create_task", {"task": "x", "schedule": "0 8 * * *", "timezone": zone})
+              for zone in ("right/UTC", repeat("Asia/", 60))]
+    answers = hostile(server, sends)
+    for answer in answers:
+        assert answer.status_code == 200, answer.text[:300]
+        assert "internal_error" not in answer.text

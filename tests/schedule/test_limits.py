@@ -237,19 +237,44 @@ def test_the_budget_is_a_count_of_steps_checked_while_walking() -> None:
 
 
 def test_the_same_schedule_gets_the_same_answer_however_busy_the_machine() -> None:
-    # Work just under and just over the budget: the answer depends on the steps, never on how
-    # long they took (a deadline accepted or refused this depending on the load).
-    def walk(steps: int) -> None:
-        for _ in range(steps):
-            current_budget().check()
-            time.sleep(0) if _ % 50_000 == 0 else None
+    # Five rules whose check takes about 100,000 steps (a good part of the old 0.5 s deadline on
+    # an idle machine, far more on a busy one): checked alone and while other threads keep the
+    # interpreter busy, the same work and the same answer; the budget is exact, whatever the
+    # load, and ten such rules are over it.
+    def rules(count: int) -> str:
+        return vevent(*[f"RRULE:FREQ=MINUTELY;INTERVAL={7 + i};BYMONTH=2;BYMONTHDAY=29;"
+                        "COUNT=10000" for i in range(count)])
 
-    with budget(VALIDATION_STEPS):
-        walk(VALIDATION_STEPS)
-    for _ in range(2):
-        with budget(VALIDATION_STEPS), pytest.raises(ScheduleError) as info:
-            walk(VALIDATION_STEPS + 1)
+    def steps_of(text: str, interval: float) -> int:
+        params = JobParams("recurring", schedule=text, timezone="UTC")
+        with budget(VALIDATION_STEPS) as opened:  # the interval keeps the cache out of it
+            compile_schedule(params, anchor=NOW, now=NOW, min_interval_seconds=interval)
+        return opened.steps
+
+    alone = steps_of(rules(5), 60.0)
+    stop = threading.Event()
+
+    def hog() -> None:
+        while not stop.is_set():
+            sum(range(1000))
+
+    hogs = [threading.Thread(target=hog) for _ in range(3)]
+    for thread in hogs:
+        thread.start()
+    try:
+        assert steps_of(rules(5), 59.999) == alone  # the same work under load
+        with budget(alone - 1), pytest.raises(ScheduleError) as info:  # one step short
+            compile_schedule(JobParams("recurring", schedule=rules(5), timezone="UTC"),
+                             anchor=NOW, now=NOW, min_interval_seconds=59.998)
         assert info.value.code == "schedule_too_complex"
+        with pytest.raises(ScheduleError) as info:  # over the budget: refused, under load too
+            steps_of(rules(MAX_RULES), 59.997)
+        assert info.value.code == "schedule_too_complex"
+        assert f"{VALIDATION_STEPS} steps" in info.value.message
+    finally:
+        stop.set()
+        for thread in hogs:
+            thread.join()
 
 
 def test_a_schedule_longer_than_the_cap_is_refused_before_it_is_read() -> None:

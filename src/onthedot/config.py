@@ -93,6 +93,15 @@ class Settings(BaseSettings):
                                         "the most jobs created in a minute (each job of a "
                                         "batch counts); beyond it 429 rate_limited with "
                                         "Retry-After (0 = no limit)")
+    parse_rate_per_minute: int = Field(120, ge=0, description="per user and per API "
+                                       "process: the most sentences read by the parser in a "
+                                       "minute (POST /v1/parse, POST /v1/chat, MCP tools given "
+                                       "`when`); beyond it 429 rate_limited with Retry-After "
+                                       "(0 = no limit)")
+    run_rate_per_minute: int = Field(60, ge=0, description="per user and per API process: the "
+                                     "most runs started now (POST /v1/jobs/{id}:run, MCP "
+                                     "run_task_now, chat) in a minute; beyond it 429 "
+                                     "rate_limited with Retry-After (0 = no limit)")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     access_log: bool = Field(False, description="one log line per HTTP request (uvicorn's "
                              "access log); off by default: under load the line costs more "

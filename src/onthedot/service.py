@@ -46,7 +46,7 @@ from onthedot.domain.models import (
 )
 from onthedot.metrics import Metrics
 from onthedot.queue.base import Queue, run_message
-from onthedot.quotas import CreateRate, active_quota_error
+from onthedot.quotas import CreateRate, ParseRate, RunRate, active_quota_error
 from onthedot.schedule import (
     Schedule,
     compile_schedule_async,
@@ -55,6 +55,7 @@ from onthedot.schedule import (
     with_flexible_window,
 )
 from onthedot.schedule.local import load_timezone
+from onthedot.schedule.oneshot import out_of_range
 from onthedot.store.base import InboxQuery, JobCreated, JobInsert, JobListQuery, JobSave, Store
 from onthedot.store.group_commit import GroupCommit
 
@@ -131,6 +132,8 @@ class JobService:
         self._guard = EgressGuard.from_settings(settings)
         self._group_commit = GroupCommit(store)
         self._create_rate = CreateRate(settings.create_rate_per_minute)
+        self._parse_rate = ParseRate(settings.parse_rate_per_minute)
+        self._run_rate = RunRate(settings.run_rate_per_minute)
 
     def set_due_soon_hook(self, hook: Callable[[datetime], None]) -> None:
         """The in-process watcher wants to hear at once about runs due within its tick."""
@@ -162,12 +165,22 @@ class JobService:
                                   field="jobs", expected=f"at most {MAX_BATCH_JOBS} jobs")
         now = self.clock.now()
         prepared: list[JobInsert | ValidationError | QuotaError] = []
+        # The quotas are looked at before each item's validation, so items that would be
+        # refused anyway cost no compiling: a user at the limit gets 429s for nothing.
+        room = await self._active_room(user_id)
         for spec, key in requests:
+            refused = self._batch_refusal(user_id, room, key is not None, now)
+            if refused is not None:
+                prepared.append(refused)
+                continue
             try:
-                prepared.append(await self._prepare(user_id, spec, key, now))
-            except ValidationError as exc:  # this item only; the others go on
+                insert = await self._prepare(user_id, spec, key, now)
+            except (ValidationError, QuotaError) as exc:  # this item only; the others go on
                 prepared.append(exc)
-        prepared = self._within_create_rate(user_id, prepared)
+                continue
+            self._create_rate.take(user_id, 1, now)
+            room = None if room is None else room - 1
+            prepared.append(insert)
         items = [p for p in prepared if isinstance(p, JobInsert)]
         stored = iter(await self.store.jobs_insert_many(items) if items else [])
         outcomes: list[CreateOutcome] = []
@@ -191,8 +204,15 @@ class JobService:
         be inserted within the user's active-job quota)."""
         spec = self._validated(spec)
         job_id = new_ulid(now)
-        schedule = with_flexible_window(await self._compile(spec.params, anchor=now, now=now),
-                                        job_id, spec.params.flexible_window_seconds)
+
+        async def room_first() -> None:
+            # Before a costly compile only: a user at the active-job limit is refused without
+            # it (a replay, with its key, may still be answered by the insert).
+            if idempotency_key is None and await self._active_room(user_id) == 0:
+                raise active_quota_error(self.settings.max_active_jobs)
+
+        compiled = await self._compile(spec.params, anchor=now, now=now, before_thread=room_first)
+        schedule = with_flexible_window(compiled, job_id, spec.params.flexible_window_seconds)
         first_at = self._first_occurrence(spec.params, schedule, now)
         job = Job(
             job_id=job_id, user_id=user_id, name=spec.name or _default_name(spec),
@@ -335,6 +355,7 @@ class JobService:
 
     async def run_job_now(self, user_id: str, job_id: str) -> JobRun:
         now = self.clock.now()
+        self._run_rate.take_one(user_id, now)  # a run now makes a worker call out at once
         manual = self._new_run(job_id, now, "manual")
 
         async def plan(job: Job) -> JobSave:
@@ -475,31 +496,35 @@ class JobService:
                             field="run_id", expected="a run listed in /v1/dead-letters")
 
     # --- per-user quotas (onthedot.quotas) ------------------------------------------------
+    def take_parse(self, user_id: str) -> None:
+        """One sentence for the parser (parse, chat, MCP `when`), or 429 rate_limited: the
+        edges call it before the work starts."""
+        self._parse_rate.take_one(user_id, self.clock.now())
+
     def _take_creates(self, user_id: str, wanted: int) -> None:
         now = self.clock.now()
         if self._create_rate.take(user_id, wanted, now) < wanted:
             raise self._create_rate.limited(user_id, now)
 
-    def _within_create_rate(
-            self, user_id: str, prepared: list[JobInsert | ValidationError | QuotaError],
-    ) -> list[JobInsert | ValidationError | QuotaError]:
-        """The valid items of a batch take one create each, in order; those the rate does not
-        grant are answered 429 in their place."""
-        now = self.clock.now()
-        wanted = sum(isinstance(p, JobInsert) for p in prepared)
-        granted = self._create_rate.take(user_id, wanted, now)
-        if granted == wanted:
-            return prepared
-        limited = self._create_rate.limited(user_id, now)
-        out: list[JobInsert | ValidationError | QuotaError] = []
-        for item in prepared:
-            if isinstance(item, JobInsert):
-                if granted == 0:
-                    out.append(limited)
-                    continue
-                granted -= 1
-            out.append(item)
-        return out
+    async def _active_room(self, user_id: str) -> int | None:
+        """How many more active jobs the user may have now (None: no limit). Only a first
+        look: the insert checks the limit again under its lock (JobInsert.max_active)."""
+        limit = self.settings.max_active_jobs
+        if not limit:
+            return None
+        return max(0, limit - await self.store.jobs_count_active(user_id, limit))
+
+    def _batch_refusal(self, user_id: str, room: int | None, keyed: bool,
+                       now: datetime) -> QuotaError | None:
+        """The 429 a batch item gets before it is validated, if any: the valid items take one
+        create each, in order, and the rest are answered 429 in their place. An item with an
+        idempotency key may be the replay of a job already counted, so only the insert can
+        refuse it for the active-job limit."""
+        if not self._create_rate.can_take(user_id, now):
+            return self._create_rate.limited(user_id, now)
+        if room is not None and room <= 0 and not keyed:
+            return active_quota_error(self.settings.max_active_jobs)
+        return None
 
     def _revival_quota(self, job: Job) -> int | None:
         """A finished job that a new schedule brings back counts again: the quota the save
@@ -509,11 +534,12 @@ class JobService:
         return self.settings.max_active_jobs or None
 
     # --- helpers -------------------------------------------------------------------------
-    async def _compile(self, params: JobParams, *, anchor: datetime,
-                       now: datetime | None) -> Schedule:
+    async def _compile(self, params: JobParams, *, anchor: datetime, now: datetime | None,
+                       before_thread: Callable[[], Awaitable[None]] | None = None) -> Schedule:
         # Bounded, and off the event loop unless cheap (onthedot.schedule.limits).
         return await compile_schedule_async(params, anchor=anchor, now=now,
-                                            min_interval_seconds=self.settings.min_interval)
+                                            min_interval_seconds=self.settings.min_interval,
+                                            before_thread=before_thread)
 
     def _first_occurrence(self, params: JobParams, schedule: Schedule,
                           now: datetime) -> datetime:
@@ -524,6 +550,10 @@ class JobService:
             first = schedule.next_after(datetime.min.replace(tzinfo=now.tzinfo))
         else:
             first = schedule.next_at_or_after(now)
+        if first is None and params.type == "one-time":
+            # Its one time exists (compile checked it): a flexible window carried it past the
+            # end of the supported range.
+            raise out_of_range(params.time or "")
         if first is None:
             raise ValidationError("the schedule has no future occurrence",
                                   code="no_future_occurrence", field="job_params.schedule",

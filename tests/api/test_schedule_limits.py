@@ -16,8 +16,8 @@ from onthedot.config import Settings
 from tests.api.conftest import assert_problem, job_body
 from tests.api.live import LiveServer, live_server
 
-# Generous for a loaded 2-core CI machine: the budget is 0.5 s and a refusal by the caps takes
-# milliseconds.
+# Generous for a loaded 2-core CI machine: the budget is a fraction of a second of steps and a
+# refusal by the caps takes milliseconds.
 ANSWERED = 2.0
 PROMPT = 0.5  # seconds for a request that has nothing to do with the schedules in flight
 IN_FLIGHT = 4

@@ -94,6 +94,7 @@ class ChatResponse(BaseModel):
 @router.post("/chat", response_model=ChatResponse, responses={
     404: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}},
     409: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}},
+    429: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}},
     503: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}}})
 async def chat(
     body: ChatRequest, rt: RuntimeDep, user: UserDep,

@@ -236,9 +236,10 @@ async def resume_job(job_id: str, rt: RuntimeDep, user: UserDep) -> JobOut:
 
 
 @router.post("/jobs/{job_id:id}:run", status_code=status.HTTP_201_CREATED, response_model=RunOut,
-             responses=_problems(404, 409))
+             responses=_problems(404, 409, 429))
 async def run_job(job_id: str, response: Response, rt: RuntimeDep, user: UserDep) -> RunOut:
-    """An extra run now, besides the schedule."""
+    """An extra run now, besides the schedule. More than `ONTHEDOT_RUN_RATE_PER_MINUTE` of
+    them by one user in a minute: 429 `rate_limited` with Retry-After."""
     run = await rt.service.run_job_now(user, job_id)
     response.headers["Location"] = f"/v1/runs/{run.run_id}"
     return RunOut.of(run)

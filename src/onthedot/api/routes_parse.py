@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from onthedot import nl
 from onthedot.actions.choice import choose_action
 from onthedot.api.jsonbody import StrictJsonRoute
+from onthedot.api.models import Problem
+from onthedot.api.problems import PROBLEM_MEDIA_TYPE
 from onthedot.api.routes_chat import MAX_MESSAGE_CHARS
 from onthedot.api.routes_jobs import COMMON_PROBLEMS, RuntimeDep, UserDep
 from onthedot.domain.models import JobParams
@@ -60,14 +62,17 @@ class ParseResponse(BaseModel):
                     "checked as creating the job would check them")
 
 
-@router.post("/parse", response_model=ParseResponse)
-async def parse(body: ParseRequest, rt: RuntimeDep, _user: UserDep) -> ParseResponse:
+@router.post("/parse", response_model=ParseResponse, responses={
+    429: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}}})
+async def parse(body: ParseRequest, rt: RuntimeDep, user: UserDep) -> ParseResponse:
     """Read a sentence ("every weekday at 9am stand up") without creating anything. A sentence
     the parser cannot read exactly is a 422 whose `field` is the fragment it could not read, as
-    on `/v1/chat`."""
+    on `/v1/chat`. More than `ONTHEDOT_PARSE_RATE_PER_MINUTE` parse and chat requests of one
+    user in a minute: 429 `rate_limited` with Retry-After."""
+    rt.service.take_parse(user)
     tz = load_timezone(body.timezone or rt.settings.default_timezone, field="timezone").key
     now = rt.clock.now()
-    result = nl.parse(body.text, now=now, timezone=tz)
+    result = await nl.parse_async(body.text, now=now, timezone=tz)
     params = result.job_params
     action = None
     if result.task:

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from onthedot import nl
-from onthedot.actions.choice import choose_action
+from onthedot.actions.choice import Choice, choose_action
 from onthedot.chat.intents import IntentKind, recognise, yes_or_no
 from onthedot.chat.manage import Managed, Manager
 from onthedot.config import Settings
@@ -88,7 +88,9 @@ class FrontDoor:
     async def answer(self, user_id: str, message: str | None, *, dry_run: bool = False,
                      timezone: str | None = None, idempotency_key: str | None = None,
                      confirm: str | None = None) -> ChatAnswer:
-        """``message`` may be None only with ``confirm`` (an API client saying yes)."""
+        """``message`` may be None only with ``confirm`` (an API client saying yes). Every
+        call counts against the user's parse rate (429 ``rate_limited`` beyond it)."""
+        self.service.take_parse(user_id)
         tz = load_timezone(timezone or self.settings.default_timezone, field="timezone").key
         if confirm is not None:
             said = "yes" if message is None else yes_or_no(message)
@@ -103,7 +105,8 @@ class FrontDoor:
                                   expected="the user's message (1-4000 characters)")
         if self.settings.llm_base_url:
             return await self._by_model(user_id, message, tz, dry_run)
-        intent = recognise(message, tz)
+        # CPU work bounded by the message's length (4,000 characters): off the event loop.
+        intent = await nl.off_loop(lambda: recognise(message, tz))
         if intent.kind != "create":
             return _managed(await Manager(self.service).handle(
                 intent, user_id, timezone=tz, timezone_given=timezone is not None,
@@ -114,16 +117,22 @@ class FrontDoor:
     async def _by_parser(self, user_id: str, message: str, tz: str, dry_run: bool,
                          idempotency_key: str | None) -> ChatAnswer:
         now = self.service.clock.now()
-        result = nl.parse(message, now=now, timezone=tz)
-        if not result.task:
-            raise ValidationError(_NO_TASK[result.language], code="missing_task",
-                                  field="message", expected="what to do, in the same sentence "
-                                  "as when, e.g. 每天早上八點幫我總結財經新聞")
-        understood = result.to_dict()
-        # This path runs only without a model, so the choice is a digest or a reminder.
-        choice = choose_action(result.task, model_configured=bool(self.settings.llm_base_url),
-                               language=result.language)
-        reply = nl.render_confirmation(result, now, doing=choice.doing)
+
+        def understand() -> tuple[nl.ParseResult, dict[str, Any], Choice, str]:
+            result = nl.parse(message, now=now, timezone=tz)
+            if not result.task:
+                raise ValidationError(_NO_TASK[result.language], code="missing_task",
+                                      field="message", expected="what to do, in the same "
+                                      "sentence as when, e.g. 每天早上八點幫我總結財經新聞")
+            # This path runs only without a model, so the choice is a digest or a reminder.
+            choice = choose_action(result.task,
+                                   model_configured=bool(self.settings.llm_base_url),
+                                   language=result.language)
+            return (result, result.to_dict(), choice,
+                    nl.render_confirmation(result, now, doing=choice.doing))
+
+        # Reading the sentence is CPU work: off the event loop (onthedot.nl.offload).
+        result, understood, choice, reply = await nl.off_loop(understand)
         spec = JobSpec(action=choice.action, params=result.job_params,
                        # a digest has no text of its own to name the job after
                        name=result.task if choice.kind == "news_digest" else None)

@@ -24,6 +24,7 @@ from typing import Literal
 
 from onthedot.nl.lang import detect, has_cjk
 from onthedot.nl.parts import Language
+from onthedot.nl.scan import Tail
 
 IntentKind = Literal["create", "list", "pause", "resume", "delete", "run_now", "change_time",
                      "last_result"]
@@ -72,7 +73,10 @@ _EN_POLITE = re.compile(
     r"|(?:can|could|would|will) you(?: please)?\s+"
     r"|i(?:'d| would) like(?: you)? to\s+|i (?:want|need)(?: you)? to\s+"
     r"|let's\s+|go ahead and\s+|help me(?: to)?\s+)+")
-_EN_TAIL = re.compile(r"(?:[,\s]+(?:please|for me|thanks|thank you|thx|now please))+$")
+# Polite words after the request, each after a comma or space. Stripped by walking back from
+# the end (_strip_en_tail): the regex "(?:[,\s]+(?:please|...))+$" was tried at every position
+# of a long run of commas or spaces, quadratic in it.
+_EN_TAIL_WORDS = ("now please", "thank you", "for me", "please", "thanks", "thx")
 _EN_TASK_NOUN = re.compile(
     r"\b(?:reminders?|tasks?|jobs?|digests?|alarms?|notifications?|schedules?|summary|"
     r"summaries|briefings?|it|that|this|them|those|these|one)\b")
@@ -147,8 +151,25 @@ _EN_RUN = re.compile(
     rf"^(?:run|execute|trigger|fire|kick off)\s+(?P<t>.+?)(?P<now>(?:\s+{_EN_NOW})*)$")
 
 
+def _strip_en_tail(text: str) -> str:
+    """Drop trailing polite words, each preceded by commas or whitespace; linear in what it
+    drops."""
+    while True:
+        for word in _EN_TAIL_WORDS:
+            if not text.endswith(word):
+                continue
+            start = end = len(text) - len(word)
+            while start and (text[start - 1] == "," or text[start - 1].isspace()):
+                start -= 1
+            if start < end:
+                text = text[:start]
+                break
+        else:
+            return text
+
+
 def _english(text: str) -> _Found:
-    text = _EN_TAIL.sub("", _EN_POLITE.sub("", text)).strip()
+    text = _strip_en_tail(_EN_POLITE.sub("", text)).strip()
     if any(p.fullmatch(text) for p in _EN_LIST):
         return ("list", "", None)
     for pattern in _EN_LAST:
@@ -190,7 +211,10 @@ _ZH_POLITE = re.compile(
     r"^(?:請|请|麻煩|麻烦|拜託|拜托|可以|可不可以|能不能|能否|幫我|帮我|替我|給我|给我|我想要|我想|"
     r"我要|想要|我需要|你|先|再|就|那就|那(?![個个些])|好的|好|嗯|喂|哈囉|哈啰|嗨|現在|现在|幫忙|帮忙|"
     r"告訴我|告诉我)+")
-_ZH_TAIL = re.compile(r"(?:吧|了|啊|呀|喔|哦|嗎|吗|呢|啦|謝謝|谢谢|好嗎|好吗|可以嗎|可以吗)+$")
+# Particles ending a request, stripped from the end (a "(...)+$" regex was quadratic in a long
+# run of them).
+_ZH_TAIL = Tail(chars="", words=("吧", "了", "啊", "呀", "喔", "哦", "嗎", "吗", "呢", "啦", "謝謝",
+                                 "谢谢", "好嗎", "好吗", "可以嗎", "可以吗"), bounded=False)
 _ZH_BA = r"(?:把|將|将)"
 _ZH_TASK_NOUN = re.compile(
     r"提醒|任務|任务|排程|鬧鐘|闹钟|通知|摘要|定時|定时|它|那個|那个|這個|这个|那些|這些|这些|全部|"
@@ -243,7 +267,7 @@ _ZH_RUN = "執行|执行|運行|运行|觸發|触发|啟動|启动|跑"
 
 def _chinese(text: str) -> _Found:
     text = re.sub(r"\s+", "", text)
-    text = _ZH_TAIL.sub("", _ZH_POLITE.sub("", text))
+    text = _ZH_TAIL.strip(_ZH_POLITE.sub("", text))
     if any(p.fullmatch(text) for p in _ZH_LIST):
         return ("list", "", None)
     for pattern in _ZH_LAST_PATTERNS:
@@ -319,7 +343,7 @@ _NO = re.compile(
 
 def yes_or_no(message: str) -> Answer | None:
     """The answer to a yes/no question ("yes", "好的", "不要"); None for anything else."""
-    text = _ZH_TAIL.sub("", _tidy(message).lower()).strip(" ,，。.!！")
+    text = _ZH_TAIL.strip(_tidy(message).lower()).strip(" ,，。.!！")
     if _YES.fullmatch(text):
         return "yes"
     if _NO.fullmatch(text):

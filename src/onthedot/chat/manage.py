@@ -220,7 +220,8 @@ class Manager:
         name = quoted(view.job.name, lang)
         assert intent.when  # handle() answered a change without a time
         # What the parser cannot read exactly is a ParseError naming the fragment (HTTP 422).
-        parsed = nl.parse(intent.when, now=self.service.clock.now(), timezone=timezone)
+        parsed = await nl.parse_async(intent.when, now=self.service.clock.now(),
+                                      timezone=timezone)
         params = parsed.job_params
         if not names_a_day(intent.when):
             params = at_time_of_day(view.job.params, params) or params

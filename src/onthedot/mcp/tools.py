@@ -176,7 +176,8 @@ class TimePlan:
     parsed: nl.ParseResult | None = None
 
 
-def _plan_time(args: Mapping[str, Any], timezone: str, now: datetime) -> TimePlan | None:
+async def _plan_time(args: Mapping[str, Any], timezone: str, now: datetime,
+                     caller: Caller) -> TimePlan | None:
     given = [name for name in TIME_ARGS if name in args]
     if len(given) > 1:
         raise ToolError(f"give the time only once (got {', '.join(given)})",
@@ -185,8 +186,9 @@ def _plan_time(args: Mapping[str, Any], timezone: str, now: datetime) -> TimePla
         return None
     arg = given[0]
     if arg == "when":
+        caller.service.take_parse(caller.user_id)  # the parse rate, as /v1/parse and /v1/chat
         try:
-            parsed = nl.parse(args["when"], now=now, timezone=timezone)
+            parsed = await nl.parse_async(args["when"], now=now, timezone=timezone)
         except ParseError as exc:
             raise ToolError(exc.message, code=exc.code, field="when", expected=exc.expected,
                             extra={"fragment": exc.field}) from None
@@ -441,7 +443,7 @@ async def _preview_runs(spec: JobSpec, caller: Caller, now: datetime) -> list[st
 async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     now = caller.service.clock.now()
     timezone = _timezone(args, caller.timezone, now)
-    plan = _plan_time(args, timezone, now)
+    plan = await _plan_time(args, timezone, now, caller)
     if plan is None:
         raise ToolError("create_task needs the time of the task", code="missing_argument",
                         field="when", expected=TIME_EXPECTED)
@@ -504,7 +506,7 @@ async def update_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     job = view.job
     now = service.clock.now()
     timezone = _timezone(args, job.params.timezone, now)
-    plan = _plan_time(args, timezone, now)
+    plan = await _plan_time(args, timezone, now, caller)
     _check_type_change(job.params, plan, job.name, args)
     params = _new_params(job.params, plan, timezone, args)
     patch = JobPatch(name=args.get("title"), params=params,

@@ -111,23 +111,28 @@ def select(pieces: list[Piece], text: str) -> tuple[list[Piece], list[Piece]]:
         found = vague[0].problem
         assert found is not None
         raise Unreadable(found)
-    others = pieces
-    kept = [p for p in others if not p.weak]
-    weak = [p for p in others if p.weak]
-    changed = True
-    while changed:  # a weak piece touching a kept one joins it, and may bring its neighbour
-        changed = False
-        for p in list(weak):
-            if any(touching(p, k, text) for k in kept):
+    kept = [p for p in pieces if not p.weak]
+    weak = [p for p in pieces if p.weak]
+    # A weak piece touching a kept one joins it, and may bring its neighbour: each newly kept
+    # piece is compared once with the weak ones left (a work list, not a loop until nothing
+    # changes, which was cubic in the number of pieces).
+    joined: set[int] = set()
+    todo = list(kept)
+    while todo:
+        k = todo.pop()
+        for index, p in enumerate(weak):
+            if index not in joined and touching(p, k, text):
+                joined.add(index)
                 kept.append(p)
-                weak.remove(p)
-                changed = True
+                todo.append(p)
+    weak = [p for index, p in enumerate(weak) if index not in joined]
     strong = list(kept)
     for p in weak:
         if p.stands_alone and not _said_elsewhere(p, strong):
             kept.append(p)
     kept.sort(key=lambda p: p.start)
-    return kept, [p for p in pieces if p not in kept]
+    kept_ids = {id(p) for p in kept}
+    return kept, [p for p in pieces if id(p) not in kept_ids]
 
 
 def _said_elsewhere(p: Piece, strong: list[Piece]) -> bool:

@@ -18,6 +18,20 @@ _MESSAGES: dict[str, tuple[str, str, str, str]] = {
         "看不出“{field}”要在什么时候执行，请说明时间，例如“明天下午三点”。",
         f"a time expression such as {EXAMPLES}",
     ),
+    "too_long": (
+        "That is too long to read as one request ({length} characters); say it in at most "
+        "{limit}.",
+        "這段話太長了（{length} 個字），請在 {limit} 個字以內說明。",
+        "这段话太长了（{length} 个字），请在 {limit} 个字以内说明。",
+        "one request of at most 4000 characters",
+    ),
+    "too_many_words": (
+        "“{field}” is one time expression too many: a request says when in at most {limit} "
+        "time words.",
+        "「{field}」之前的時間說法太多了：一個請求最多 {limit} 個時間詞。",
+        "“{field}”之前的时间说法太多了：一个请求最多 {limit} 个时间词。",
+        "one time expression, such as " + EXAMPLES,
+    ),
     "vague": (
         "“{field}” is too vague to schedule. When exactly: which day and time, e.g. “in 20 "
         "minutes” or “next Tuesday at 3pm”?",

@@ -21,6 +21,40 @@ def normalise(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class Tail:
+    """Filler to strip from the end of a text: whitespace, ``chars`` and ``words`` in any
+    order and number. Walked back from the end, so linear in what it strips; a regex ending
+    in ``(...)+$`` is tried again at every position (quadratic, or exponential when nested).
+    ``bounded``: a word counts only where a word starts (``\\b`` before it)."""
+
+    chars: str
+    words: tuple[str, ...]
+    bounded: bool
+
+    def strip(self, text: str) -> str:
+        # Longest first: 好嗎 is one filler word, not 好 plus the filler 嗎.
+        words = sorted(self.words, key=len, reverse=True)
+        end = len(text)
+        while end:
+            if text[end - 1].isspace() or text[end - 1] in self.chars:
+                end -= 1
+                continue
+            for word in words:
+                start = end - len(word)
+                if (start >= 0 and text[start:end].lower() == word
+                        and not (self.bounded and start and _is_word_char(text[start - 1]))):
+                    end = start
+                    break
+            else:
+                break
+        return text[:end]
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+@dataclass(frozen=True)
 class Rule:
     pattern: re.Pattern[str]
     build: Builder
@@ -30,11 +64,12 @@ def rule(pattern: str, build: Builder) -> Rule:
     return Rule(re.compile(pattern, re.IGNORECASE), build)
 
 
-def scan(text: str, rules: Sequence[Rule]) -> list[Piece]:
-    """Read ``text`` left to right, taking at each position the longest match any rule accepts."""
+def scan(text: str, rules: Sequence[Rule], *, limit: int | None = None) -> list[Piece]:
+    """Read ``text`` left to right, taking at each position the longest match any rule accepts;
+    stop once ``limit`` pieces are found."""
     pieces: list[Piece] = []
     i = 0
-    while i < len(text):
+    while i < len(text) and (limit is None or len(pieces) < limit):
         found = _longest(text, i, rules)
         if found is None:
             i += 1

@@ -10,7 +10,7 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.ids import flexible_offset
-from onthedot.schedule.local import require_aware, resolve_local, wall_time
+from onthedot.schedule.local import LATEST_INSTANT, require_aware, resolve_local, wall_time
 
 _ONE_MICROSECOND = timedelta(microseconds=1)
 _REMEMBERED = 16  # answers of next_after a compiled (shared, cached) schedule keeps
@@ -71,7 +71,10 @@ class ShiftedSchedule:
         return t - self.offset if t - _EARLIEST > self.offset else t
 
     def _effective(self, t: datetime | None) -> datetime | None:
-        return None if t is None else t + self.offset
+        # An occurrence the shift would carry past the supported range is no occurrence.
+        if t is None or t >= LATEST_INSTANT - self.offset:
+            return None
+        return t + self.offset
 
     def next_after(self, after: datetime) -> datetime | None:
         return self._effective(self.inner.next_after(self._nominal(require_aware(after, "after"))))
@@ -81,7 +84,7 @@ class ShiftedSchedule:
 
     def upcoming(self, after: datetime, count: int) -> list[datetime]:
         nominal = self.inner.upcoming(self._nominal(require_aware(after, "after")), count)
-        return [t + self.offset for t in nominal]
+        return [t + self.offset for t in nominal if t < LATEST_INSTANT - self.offset]
 
     def __repr__(self) -> str:
         return f"ShiftedSchedule({self.inner!r}, {self.offset})"
@@ -121,6 +124,8 @@ class WallClockSchedule(ABC):
             start = wall_time(last, self.tz)
             for wall in self.walls_after(start):
                 instant = resolve_local(wall, self.tz)
+                if instant >= LATEST_INSTANT:
+                    return  # the end of the supported range: nothing more to schedule
                 if instant > last:
                     last = instant
                     yield instant

@@ -1,7 +1,7 @@
 """``compile_schedule``: validate a job's ``JobParams`` and build its ``Schedule``.
 
 Validation is bounded (``onthedot.schedule.limits``): :func:`compile_schedule` runs under a
-budget of ``VALIDATION_SECONDS`` and :func:`compile_schedule_async` additionally keeps the work
+budget of ``VALIDATION_STEPS`` and :func:`compile_schedule_async` additionally keeps the work
 off the event loop unless it is cheap. :func:`job_schedule` compiles a stored job's schedule
 without a deadline; its lookups are bounded by the search horizon.
 """
@@ -9,6 +9,7 @@ without a deadline; its lookups are bounded by the search horizon.
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 from datetime import datetime, time, timedelta
 from itertools import islice, pairwise
 from zoneinfo import ZoneInfo
@@ -27,11 +28,14 @@ from onthedot.schedule.cron import CRON_EXPECTED, CronSchedule, looks_like_cron
 from onthedot.schedule.expand import HORIZON_YEARS
 from onthedot.schedule.ical import looks_like_calendar
 from onthedot.schedule.limits import (
+    INLINE_CHARS,
+    MAX_SCHEDULE_CHARS,
     SCHEDULE_FIELD,
-    VALIDATION_SECONDS,
+    VALIDATION_STEPS,
     active_budget,
     budget,
     run_bounded,
+    too_complex,
 )
 from onthedot.schedule.local import load_timezone, require_aware, wall_time
 from onthedot.schedule.oneshot import TIME_EXPECTED, TIME_FIELD, OneTimeSchedule, parse_one_time
@@ -67,12 +71,12 @@ def compile_schedule(
     Compiled schedules are immutable and cached by (params, anchor, minimum interval): the service
     compiles the same job again for each occurrence.
 
-    The work runs under the active budget, or under a new one of ``VALIDATION_SECONDS``; a
+    The work runs under the active budget, or under a new one of ``VALIDATION_STEPS``; a
     schedule that needs more is refused with ``schedule_too_complex``.
     """
     anchor = require_aware(anchor, "anchor")
     if active_budget() is None:
-        with budget(VALIDATION_SECONDS):
+        with budget(VALIDATION_STEPS):
             return _validated(params, anchor, now, min_interval_seconds, past_grace_seconds)
     return _validated(params, anchor, now, min_interval_seconds, past_grace_seconds)
 
@@ -84,9 +88,11 @@ async def compile_schedule_async(
     now: datetime | None = None,
     min_interval_seconds: float = 60.0,
     past_grace_seconds: float = 60.0,
+    before_thread: Callable[[], Awaitable[None]] | None = None,
 ) -> Schedule:
     """:func:`compile_schedule` for the event loop: cheap schedules (ordinary cron expressions
-    and rules) compile inline, anything else in the schedule thread (see ``limits``)."""
+    and rules) compile inline, anything else in the schedule thread (see ``limits``), after
+    ``before_thread`` is awaited."""
 
     def compile_it() -> Schedule:
         return compile_schedule(
@@ -97,7 +103,9 @@ async def compile_schedule_async(
             past_grace_seconds=past_grace_seconds,
         )
 
-    return await run_bounded(compile_it)
+    # A long text is read in the thread at once: reading it is linear, but not free.
+    long_text = len(params.schedule or "") + len(params.time or "") > INLINE_CHARS
+    return await run_bounded(compile_it, inline=not long_text, before_thread=before_thread)
 
 
 def _validated(
@@ -147,6 +155,8 @@ def _compile_recurring(
             field=SCHEDULE_FIELD,
             expected=SCHEDULE_EXPECTED,
         )
+    if len(text) > MAX_SCHEDULE_CHARS:
+        raise too_complex(f"the schedule is {len(text)} characters long")
     schedule: WallClockSchedule
     if looks_like_calendar(text):
         anchor_wall = wall_time(anchor, tz).replace(second=0, microsecond=0)
@@ -291,4 +301,4 @@ def job_schedule(job: Job) -> Schedule:
 async def job_next_after(job: Job, after: datetime) -> datetime | None:
     """The stored job's first occurrence after ``after``, computed off the event loop when it
     is not cheap (the horizon bounds it; there is no deadline)."""
-    return await run_bounded(lambda: job_schedule(job).next_after(after), seconds=None)
+    return await run_bounded(lambda: job_schedule(job).next_after(after), steps=None)

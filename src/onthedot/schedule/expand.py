@@ -60,6 +60,7 @@ _UNIT_SECONDS = {HOURLY: 3600, MINUTELY: 60, SECONDLY: 1}
 _ONE_PERIOD_INTERVAL = {YEARLY: MAXYEAR, MONTHLY: 12 * MAXYEAR}
 _ONE_MICROSECOND = timedelta(microseconds=1)
 _DAY_SECONDS = 86400
+PERIOD_STEPS = 50  # budget steps one dateutil expansion of a MONTHLY/YEARLY period counts for
 
 Walk = Callable[[RuleSpec, datetime, Budget], Iterator[datetime]]
 
@@ -177,8 +178,13 @@ def times_reachable(p: RuleParts, dtstart: datetime) -> bool:
 
 def _continuous(spec: RuleSpec, begin: datetime, budget: Budget) -> Iterator[datetime]:
     """A dense MONTHLY/YEARLY rule: dateutil from the period that holds ``begin``."""
+    monthly = spec.parts.freq == MONTHLY
+    period: tuple[int, int] | None = None
     for occurrence in _rrule_at(spec, _first_start(spec, begin)):
-        budget.check()
+        # A new period is dateutil setting up its tables again (see PERIOD_STEPS).
+        reached = (occurrence.year, occurrence.month if monthly else 0)
+        budget.check(PERIOD_STEPS if reached != period else 1)
+        period = reached
         if occurrence >= begin:
             yield occurrence
 
@@ -214,7 +220,8 @@ def _by_period(spec: RuleSpec, begin: datetime, budget: Budget) -> Iterator[date
     horizon = _Horizon(spec.parts, begin)
     interval = _ONE_PERIOD_INTERVAL[spec.parts.freq]
     while not horizon.passed(start):
-        budget.check()
+        # dateutil sets up a whole year's tables for each period: about fifty steps of CPU.
+        budget.check(PERIOD_STEPS)
         for occurrence in _rrule_at(spec, start, interval):
             budget.check()
             if occurrence >= begin:

@@ -29,7 +29,9 @@ _KNOWN_PROPERTIES = (
     "|ATTENDEE|URL|VERSION|PRODID|CALSCALE|METHOD|TZID|TZOFFSETFROM|TZOFFSETTO|TZNAME"
     "|X-[A-Z0-9-]+"
 )
-_INLINE_BREAK = re.compile(rf"\s+(?=(?:{_KNOWN_PROPERTIES})[;:])", re.IGNORECASE)
+# Only at the start of a whitespace run, and possessive: tried at every position of a long run
+# of spaces, the plain "\s+(?=...)" was quadratic (4,000 spaces: 3.7 s).
+_INLINE_BREAK = re.compile(rf"(?<!\s)\s++(?=(?:{_KNOWN_PROPERTIES})[;:])", re.IGNORECASE)
 _DATETIME = re.compile(r"(\d{4})(\d{2})(\d{2})(?:T(\d{2})(\d{2})(\d{2})?)?(Z)?")
 
 

@@ -16,39 +16,58 @@ from __future__ import annotations
 import functools
 import math
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from importlib import resources
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from onthedot.domain.errors import ScheduleError
 
 TIMEZONE_EXPECTED = "an IANA timezone such as Asia/Taipei"
 
 
+# Every occurrence of every job lies before this instant. The year left before datetime.max is
+# room for what is added to a run's time later (a flexible window, a retry's backoff, the
+# misfire grace, a zone's offset, the next hour's bucket), so none of it can overflow.
+LATEST_INSTANT = datetime(9999, 1, 1, tzinfo=UTC)
+
+
 def load_timezone(name: str, *, field: str = "job_params.timezone") -> ZoneInfo:
     """The IANA zone called ``name``; a wrong-case name ("asia/taipei") is accepted too.
 
-    Raises ``ScheduleError`` (code ``unknown_timezone``) naming ``field`` otherwise.
+    Only the names of the tzdata package's zone list are zones: canonical ones and their
+    backward links (``US/Eastern``). Files that a system's zoneinfo directory holds beside them
+    are not: ``localtime`` (whatever the host is set to), ``posixrules``, the ``posix/`` and
+    ``right/`` copies (``right/`` counts leap seconds, so its clock runs 27 s off), and
+    ``Factory`` (a placeholder that says "-00"). Raises ``ScheduleError`` (code
+    ``unknown_timezone``) naming ``field`` otherwise.
     """
     key = name.strip()
-    try:
-        return ZoneInfo(key)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        # OSError: ZoneInfo("America") finds a directory; ValueError: non-normalised keys.
-        pass
-    canonical = _zone_names_by_lowercase().get(key.lower())
+    canonical = key if key in zone_names() else _zone_names_by_lowercase().get(key.lower())
     if canonical is not None:
-        return ZoneInfo(canonical)
+        try:
+            return ZoneInfo(canonical)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            pass  # listed but not installed: reported as unknown
     raise ScheduleError(
-        f"unknown timezone {name!r}",
+        f"unknown timezone {name[:80]!r}",
         code="unknown_timezone",
         field=field,
         expected=TIMEZONE_EXPECTED,
     )
 
 
+NOT_PLACES = frozenset({"Factory"})  # in tzdata's list, but a placeholder, not a zone to use
+
+
+@functools.cache
+def zone_names() -> frozenset[str]:
+    """The IANA names accepted as timezones: the tzdata package's list (read once)."""
+    listed = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8")
+    return frozenset(listed.split()) - NOT_PLACES
+
+
 @functools.cache
 def _zone_names_by_lowercase() -> dict[str, str]:
-    # Only built when a name failed to load as written: listing tzdata costs tens of milliseconds.
-    return {zone.lower(): zone for zone in available_timezones()}
+    return {zone.lower(): zone for zone in zone_names()}
 
 
 def wall_time(instant: datetime, tz: ZoneInfo) -> datetime:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.errors import ScheduleError
-from onthedot.schedule.local import require_aware, resolve_local
+from onthedot.schedule.local import LATEST_INSTANT, require_aware, resolve_local
 
 TIME_FIELD = "job_params.time"
 TIME_EXPECTED = (
@@ -42,16 +42,23 @@ def parse_one_time(text: str, tz: ZoneInfo) -> datetime:
             expected=TIME_EXPECTED,
         ) from exc
     try:
-        if parsed.tzinfo is None:
-            return resolve_local(parsed, tz)
-        return parsed.astimezone(UTC)
+        at = resolve_local(parsed, tz) if parsed.tzinfo is None else parsed.astimezone(UTC)
     except OverflowError as exc:  # 9999-12-31T23:59:59-14:00 is in year 10000 in UTC
-        raise ScheduleError(
-            f"{text!r} is outside the supported range (years 1 to 9999 in UTC)",
-            code="invalid_time",
-            field=TIME_FIELD,
-            expected=TIME_EXPECTED,
-        ) from exc
+        raise out_of_range(text) from exc
+    if at >= LATEST_INSTANT:
+        raise out_of_range(text)
+    return at
+
+
+def out_of_range(text: str) -> ScheduleError:
+    return ScheduleError(
+        f"{text!r} is outside the supported range (years 1 to 9999 in UTC, before "
+        f"{LATEST_INSTANT:%Y-%m-%dT%H:%M:%SZ})",
+        code="invalid_time",
+        field=TIME_FIELD,
+        expected=f"a time before {LATEST_INSTANT:%Y-%m-%dT%H:%M:%SZ}, counting the flexible "
+                 "window",
+    )
 
 
 class OneTimeSchedule:

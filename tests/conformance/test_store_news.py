@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from onthedot.domain.models import Job, JobRun, JobStatus, RunStatus
-from onthedot.store.base import FeedState, FeedStatesPut, Prune, RunClaim, RunFinish, Store
+from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
+from onthedot.store.base import (
+    ApplyResult,
+    EventApply,
+    FeedState,
+    FeedStatesPut,
+    Prune,
+    RunClaim,
+    RunFinish,
+    Store,
+)
 
 from .factories import make_run, new_token
 from .test_store import half_past, run_in, with_job
@@ -139,8 +148,13 @@ async def test_pruning_a_job_deletes_its_feed_states(store: Store) -> None:
         run = await run_in(store, job, RunStatus.RUNNING, scheduled_at=long_ago)
         assert await store.feed_states_put(put(run, None, state("https://news.example/rss")))
         runs.append(run)
-    # The done job's run finished long ago (a RUNNING run would keep its job).
-    await finish(store, runs[0])
+    # The done job's run finished long ago (a RUNNING run would keep its job), and the
+    # recurring watcher read its event (the run of an unread event is kept with it).
+    event = await finish(store, runs[0])
+    assert await store.event_apply(EventApply(
+        consumer="recurring", previous_event_id=0, event=event, job_version=done.version,
+        insert_run=None, job_status=None, next_run_at=None,
+        set_next_run_at=False)) is ApplyResult.APPLIED
 
     pruned = await store.prune(Prune(before=now - timedelta(days=30)))
 
@@ -149,8 +163,10 @@ async def test_pruning_a_job_deletes_its_feed_states(store: Store) -> None:
     assert len(await store.feed_states_get(live.job_id, runs[1].run_id)) == 1
 
 
-async def finish(store: Store, run: JobRun) -> None:
+async def finish(store: Store, run: JobRun) -> RunEvent:
     assert run.lease_token is not None
-    assert await store.run_finish(RunFinish(
+    event = await store.run_finish(RunFinish(
         run_id=run.run_id, token=run.lease_token, status=RunStatus.SUCCEEDED,
-        finished_at=run.scheduled_at)) is not None
+        finished_at=run.scheduled_at))
+    assert event is not None
+    return event

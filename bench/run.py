@@ -270,9 +270,16 @@ def main(argv: list[str] | None = None) -> None:
             "rows": [r.to_json() for r in rows]}, indent=1))
 
 
+def _digits(name: str) -> int:
+    if name.endswith(" s") or name in ("p50", "p99"):
+        return 2
+    if name in ("statements/run", "commits/run"):  # bench/cost.py
+        return 1
+    return 0
+
+
 def _detail(row: Row) -> str:
-    parts = [f"{name} {fig.text(2 if name.endswith(' s') or name in ('p50', 'p99') else 0)}"
-             for name, fig in row.extra.items()]
+    parts = [f"{name} {fig.text(_digits(name))}" for name, fig in row.extra.items()]
     if row.note:
         parts.append(row.note)
     return "; ".join(parts)

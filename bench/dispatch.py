@@ -201,7 +201,7 @@ def configs(names: list[str], folder: Path) -> list[tuple[str, Settings, str | N
             out.append(("onthedot SQLite + table queue",
                         load_settings(database_url=f"sqlite:///{folder}/bench.db",
                                       min_interval=0), None))
-        elif name == "postgres":
+        elif name in ("postgres", "pg"):
             schema = f"bench_{tag}"
             out.append(("onthedot PostgreSQL + table queue",
                         load_settings(database_url=PG_URL, database_schema=schema,

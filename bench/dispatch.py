@@ -26,7 +26,7 @@ from bench.cost import Cost, Counts
 from bench.stats import Figure, Row
 from onthedot.config import Settings, load_settings
 from onthedot.domain.models import JobParams, JobRun, RunStatus
-from onthedot.metrics import db_totals
+from onthedot.metrics import DB_STATEMENTS, db_totals
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
 
@@ -75,7 +75,7 @@ async def onthedot_run(n: int, settings: Settings, webhook_url: str | None = Non
     # last run seen done holds the whole drain (cost.py).
     await asyncio.sleep(max(0.0, (due_at - datetime.now(UTC)).total_seconds()
                             - WINDOW_OPENS_SECONDS))
-    before, polls = _counts(), 0
+    before, polls, by_role = _counts(), 0, DB_STATEMENTS.copy()
     while True:
         counts = await rt.store.runs_count_by_status()
         polls += 1
@@ -83,6 +83,7 @@ async def onthedot_run(n: int, settings: Settings, webhook_url: str | None = Non
             break
         await asyncio.sleep(POLL_SECONDS)
     cost = Cost.of(n, _counts() - before, polls, poll)
+    by_role = DB_STATEMENTS - by_role  # the completion polls are the store's
     runs = await _all_runs(rt)
     await rt.close()
     lateness = [(r.enqueued_at - r.scheduled_at).total_seconds() for r in runs if r.enqueued_at]
@@ -94,6 +95,7 @@ async def onthedot_run(n: int, settings: Settings, webhook_url: str | None = Non
         "done_s": (done - due_at).total_seconds(),
         **dict(zip(("statements_per_run", "commits_per_run", "cpu_us_per_run"), cost.per_run,
                    strict=True)),
+        **{f"statements_per_run {role}": count / n for (_d, role), count in by_role.items()},
     }
 
 
@@ -317,6 +319,11 @@ def main() -> None:
               f"{r.get('statements_per_run', math.nan):>9.2f} | "
               f"{r.get('commits_per_run', math.nan):>11.2f} | "
               f"{r.get('cpu_us_per_run', math.nan):>10,.0f}")
+    for name, r in rows:
+        roles = ", ".join(f"{key.split(' ', 1)[1]} {value:.2f}" for key, value in r.items()
+                          if key.startswith("statements_per_run "))
+        if roles:
+            print(f"{name}: statements per run by role (polls included): {roles}")
     print("stmts, commits: what the onthedot process sent to its database from the due second "
           "until all runs were done, / runs (db/counting.py says what counts); CPU: its user + "
           "system time over the same window / runs")

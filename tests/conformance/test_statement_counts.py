@@ -95,9 +95,8 @@ async def test_postgres_counts_statements_and_commits(schema: str) -> None:
                 async with conn.transaction():  # a savepoint, not a commit
                     await conn.execute("INSERT INTO t VALUES (3)")
             assert delta() == (4, 3)
-            async with conn.transaction():
-                async with conn.cursor() as cur:
-                    await cur.executemany("INSERT INTO t VALUES (%s)", [(4,), (5,), (6,)])
+            async with conn.transaction(), conn.cursor() as cur:
+                await cur.executemany("INSERT INTO t VALUES (%s)", [(4,), (5,), (6,)])
             assert delta() == (7, 4)
             with pytest.raises(psycopg.errors.UniqueViolation):
                 async with conn.transaction():  # rolled back: no commit

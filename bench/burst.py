@@ -73,6 +73,13 @@ def _finished(text: str) -> float:
                if line.startswith("onthedot_runs_finished_total{"))
 
 
+def _events_applied(text: str) -> bool:
+    """Whether the recurring watcher has applied every run event (its lag gauge is 0): it ends
+    each one-time job, work of the run's lifecycle that goes on after the run is done."""
+    return any(line.startswith("onthedot_run_event_lag_seconds ")
+               and float(line.rsplit(" ", 1)[1]) == 0.0 for line in text.splitlines())
+
+
 class Meter:
     """Reads the server's statement counts (a scrape) and CPU time (psutil); a scrape reads
     the store too, so what one costs is measured on the idle server and taken off (cost.py)."""
@@ -118,7 +125,11 @@ async def _webhook_burst(port: int, pid: int, receiver_port: int, runs: int, due
             if (await _get_json(rx, "/_count"))["keys"] >= runs - failed:
                 break
             await asyncio.sleep(POLL_SECONDS)
-        _text, end = await meter.read()
+        while True:  # the cost window closes once the runs' events are applied too
+            text, end = await meter.read()
+            if _events_applied(text) or time.time() >= deadline:
+                break
+            await asyncio.sleep(POLL_SECONDS)
         records = (await _get_json(rx, "/_records"))["records"]
     finally:
         await rx.close()
@@ -143,7 +154,7 @@ async def _message_burst(port: int, pid: int, runs: int, due: datetime, wait: fl
         deadline = due.timestamp() + wait
         while time.time() < deadline:
             text, end = await meter.read()
-            if _finished(text) - before >= runs - failed:
+            if _finished(text) - before >= runs - failed and _events_applied(text):
                 break
             await asyncio.sleep(POLL_SECONDS)
         cost = meter.cost(runs - failed, window, end)

@@ -29,6 +29,7 @@ from onthedot.domain.models import JobParams, JobRun, RunStatus
 from onthedot.metrics import DB_STATEMENTS, db_totals
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
+from onthedot.watcher.recurring import CONSUMER as RECURRING_CONSUMER
 
 LEAD_SECONDS = 5.0  # the runs fall due this long after ingest ends
 WINDOW_OPENS_SECONDS = 0.05  # the cost window opens this long before the due second
@@ -71,15 +72,14 @@ async def onthedot_run(n: int, settings: Settings, webhook_url: str | None = Non
         raise IngestTooSlow("ingest took longer than the lead time; lower --runs")
     await rt.start(["watcher", "worker", "recurring"])
     poll = await _poll_cost(rt)
-    # Nothing is claimed before it is due: the window from just before the due second to the
-    # last run seen done holds the whole drain (cost.py).
+    # Nothing is claimed before it is due: the window from just before the due second until
+    # every run is done and its event applied holds the whole drain (cost.py).
     await asyncio.sleep(max(0.0, (due_at - datetime.now(UTC)).total_seconds()
                             - WINDOW_OPENS_SECONDS))
     before, polls, by_role = _counts(), 0, DB_STATEMENTS.copy()
     while True:
-        counts = await rt.store.runs_count_by_status()
         polls += 1
-        if counts.get(RunStatus.SUCCEEDED, 0) >= n:
+        if await _drained(rt, n):
             break
         await asyncio.sleep(POLL_SECONDS)
     cost = Cost.of(n, _counts() - before, polls, poll)
@@ -105,13 +105,22 @@ def _counts() -> Counts:
     return Counts(statements, transactions, time.process_time())
 
 
+async def _drained(rt: Runtime, n: int) -> bool:
+    """Whether all ``n`` runs succeeded and the recurring watcher applied their events (it
+    ends each one-time job: work of the run's lifecycle that goes on after the run is done).
+    Both reads every time, so each poll costs the same (``_poll_cost``)."""
+    counts = await rt.store.runs_count_by_status()
+    lag = await rt.store.events_lag(RECURRING_CONSUMER, datetime.now(UTC))
+    return counts.get(RunStatus.SUCCEEDED, 0) >= n and lag == 0
+
+
 async def _poll_cost(rt: Runtime) -> Counts:
     """What one completion poll costs in statements (the least of three, taken while idle: a
     background statement may fall inside one)."""
     costs = []
     for _ in range(3):
         before = _counts()
-        await rt.store.runs_count_by_status()
+        await _drained(rt, 0)
         costs.append(_counts() - before)
     return min(costs, key=lambda c: c.statements)
 

@@ -34,6 +34,7 @@ CREATE_CALLERS = 64
 BATCH_SIZE = 500
 POLL_SECONDS = 0.2
 WINDOW_OPENS_SECONDS = 0.05  # the cost window opens this long before the due second (cost.py)
+CALIBRATION_SCRAPES = 10  # back-to-back scrapes that measure what one costs
 
 
 def _body(action: dict[str, Any], due: datetime) -> dict[str, Any]:
@@ -95,10 +96,14 @@ class Meter:
         return text, Counts(*db_counts(text), process_cpu_seconds(self.pid))
 
     async def calibrate(self) -> None:
-        """The statements of one scrape: the least of three back-to-back deltas."""
-        readings = [(await self.read())[1] for _ in range(4)]
-        self.scrape = min((b - a for a, b in itertools.pairwise(readings)),
-                          key=lambda c: c.statements)
+        """What one scrape costs: its statements, the least of the back-to-back deltas (a
+        background statement may fall between two); its CPU, the mean (psutil counts in
+        clock ticks of 10 ms, longer than a scrape)."""
+        readings = [(await self.read())[1] for _ in range(CALIBRATION_SCRAPES + 1)]
+        least = min((b - a for a, b in itertools.pairwise(readings)),
+                    key=lambda c: c.statements)
+        cpu = (readings[-1].cpu_seconds - readings[0].cpu_seconds) / CALIBRATION_SCRAPES
+        self.scrape = Counts(least.statements, least.transactions, cpu)
 
     async def open_window(self, due: datetime) -> Counts:
         await asyncio.sleep(max(0.0, due.timestamp() - time.time() - WINDOW_OPENS_SECONDS))

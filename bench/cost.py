@@ -5,8 +5,9 @@ redesign (docs/performance.md, "Instruments for the run-lifecycle redesign (issu
 * statements and transactions: the process's own counts (src/onthedot/db/counting.py), read
   from ``onthedot_db_statements_total`` / ``onthedot_db_transactions_total`` on /metrics for a
   child process, or from ``onthedot.metrics.db_totals()`` in-process. A scrape itself reads the
-  store (the gauges of shared state), so the statements of each scrape taken during the drain
-  are measured beforehand on the idle server and taken off;
+  store (the gauges of shared state), so the statements and CPU time of each scrape (or
+  in-process completion poll) taken during the drain are measured beforehand on the idle
+  server and taken off;
 * CPU: user + system time of the process and its children (psutil), or ``time.process_time()``
   in-process (every thread, the SQLite connection's included).
 
@@ -51,9 +52,10 @@ class Cost:
     @classmethod
     def of(cls, runs: int, spent: Counts, probes: int, probe: Counts) -> Cost:
         """``spent`` over the window, less ``probes`` measuring calls that each cost
-        ``probe`` (their CPU is left in: too small to measure per call)."""
+        ``probe``."""
         return cls(runs, spent.statements - probes * probe.statements,
-                   spent.transactions - probes * probe.transactions, spent.cpu_seconds)
+                   spent.transactions - probes * probe.transactions,
+                   max(0.0, spent.cpu_seconds - probes * probe.cpu_seconds))
 
     @property
     def per_run(self) -> tuple[float, float, float]:

@@ -12,8 +12,9 @@ redesign (docs/performance.md, "Instruments for the run-lifecycle redesign (issu
   in-process (every thread, the SQLite connection's included).
 
 The window opens just before the due second (nothing is due earlier, so nothing of the drain
-is missed) and closes when the bench sees the last run done (it polls every 0.2 s, so up to
-that much idle time is in the window).
+is missed) and closes when the bench sees every run done and its event applied by the
+recurring watcher (which ends each one-time job after its run finished); it polls every 0.2 s,
+so up to that much idle time is in the window.
 """
 
 from __future__ import annotations

@@ -334,8 +334,8 @@ def main() -> None:
         if roles:
             print(f"{name}: statements per run by role (polls included): {roles}")
     print("stmts, commits: what the onthedot process sent to its database from the due second "
-          "until all runs were done, / runs (db/counting.py says what counts); CPU: its user + "
-          "system time over the same window / runs")
+          "until all runs were done and their events applied, / runs (db/counting.py says what "
+          "counts); CPU: its user + system time over the same window / runs")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ What counts:
   own in autocommit (reads included, as PostgreSQL's ``xact_commit`` counts them); a rolled
   back block is not counted.
 
-The cost is one dictionary increment per statement, next to a round trip to the database.
+The cost is a Python call and a dictionary increment or two per statement: about 1 µs of CPU
+(an in-memory SQLite ``SELECT 1`` went from 0.7 to 1.7 µs; on PostgreSQL the difference is
+lost in the noise of a round trip that costs 60-80 µs of client CPU).
 """
 
 from __future__ import annotations
@@ -34,16 +36,31 @@ from onthedot.metrics import DB_TRANSACTIONS as TRANSACTIONS
 _CONTROL = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK", "END")
 
 
+_WORK, _CONTROL_ONLY, _COMMIT = 0, 1, 2
+_KINDS: dict[str, int] = {}  # statement text -> kind: our texts are few (named queries)
+_KINDS_MAX = 4096  # texts remembered; any further one is classified on each call
+
+
+def _kind(sql: str) -> int:
+    head = sql.lstrip()[:9].upper()
+    kind = (_COMMIT if head.startswith(("COMMIT", "END")) else
+            _CONTROL_ONLY if head.startswith(_CONTROL) else _WORK)
+    if len(_KINDS) < _KINDS_MAX:
+        _KINDS[sql] = kind
+    return kind
+
+
 def count_sqlite(role: str, sql: str, autocommit: bool, executions: int = 1) -> None:
     """One call of ``execute`` (or ``executemany`` over ``executions`` rows) on SQLite."""
-    key = ("sqlite", role)
-    if sql.lstrip()[:9].upper().startswith(_CONTROL):
-        if sql.lstrip()[:6].upper() == "COMMIT":
-            TRANSACTIONS[key] += 1
-        return
-    STATEMENTS[key] += executions
-    if autocommit:
-        TRANSACTIONS[key] += executions
+    kind = _KINDS.get(sql)
+    if kind is None:
+        kind = _kind(sql)
+    if kind == _WORK:
+        STATEMENTS["sqlite", role] += executions
+        if autocommit:
+            TRANSACTIONS["sqlite", role] += executions
+    elif kind == _COMMIT:
+        TRANSACTIONS["sqlite", role] += 1
 
 
 class CountingCursor(AsyncCursor[DictRow]):

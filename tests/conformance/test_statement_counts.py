@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -65,6 +66,32 @@ async def test_sqlite_counts_statements_and_commits(tmp_path: Path) -> None:
     await db.run(lambda c: c.execute("SELECT count(*) FROM t").fetchone())  # autocommit read
     assert delta() == (7, 3)
     await db.close()
+
+
+async def test_sqlite_counts_stay_exact_across_connection_threads(tmp_path: Path) -> None:
+    """Every SQLite connection counts in its own thread: two of one role at once add up
+    exactly, with the interpreter switching threads as often as it can. (CPython 3.11 did not
+    lose an increment here even without the lock; the lock is for an interpreter that may
+    switch threads inside ``+=``.)"""
+    dbs = [SqliteConnection(str(tmp_path / f"{i}.db"), role="threads") for i in range(2)]
+    each = 5000
+
+    def many(c: sqlite3.Connection) -> None:
+        for _ in range(each):
+            c.execute("SELECT 1")
+
+    for db in dbs:
+        await db.open()  # its PRAGMAs count too, before the measured part
+    delta = Delta("sqlite", "threads")
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        await asyncio.gather(*(db.run(many) for db in dbs))
+    finally:
+        sys.setswitchinterval(interval)
+    assert delta() == (2 * each, 2 * each)
+    for db in dbs:
+        await db.close()
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ single creates); the due second is far enough ahead that creating them all ends 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import time
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from bench.cost import Cost, Counts, cost_extras, db_counts, process_cpu_seconds
 from bench.ingest import BATCH_PATH, HOST, batch_supported
 from bench.peers import Lateness, lateness_rows
 from bench.procs import Unavailable, make_backend, onthedot_serve, tiny_server
@@ -31,6 +33,8 @@ from bench.tinyhttp import Connection, encode_request, load
 CREATE_CALLERS = 64
 BATCH_SIZE = 500
 POLL_SECONDS = 0.2
+WINDOW_OPENS_SECONDS = 0.05  # the cost window opens this long before the due second (cost.py)
+CALIBRATION_SCRAPES = 10  # back-to-back scrapes that measure what one costs
 
 
 def _body(action: dict[str, Any], due: datetime) -> dict[str, Any]:
@@ -64,47 +68,101 @@ async def _get_json(conn: Connection, path: str) -> Any:
     return json.loads(answer.body)
 
 
-async def _finished_total(conn: Connection) -> float:
-    """Runs this server has finished so far (its Prometheus counter)."""
-    text = (await conn.request("GET", "/metrics")).body.decode()
+def _finished(text: str) -> float:
+    """Runs the server has finished so far (its Prometheus counter), from a scrape."""
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("onthedot_runs_finished_total{"))
 
 
-async def _webhook_burst(port: int, receiver_port: int, runs: int, due: datetime,
-                         wait: float, batch: bool) -> tuple[Lateness, int]:
-    rx = Connection(HOST, receiver_port)
+def _events_applied(text: str) -> bool:
+    """Whether the recurring watcher has applied every run event (its lag gauge is 0): it ends
+    each one-time job, work of the run's lifecycle that goes on after the run is done."""
+    return any(line.startswith("onthedot_run_event_lag_seconds ")
+               and float(line.rsplit(" ", 1)[1]) == 0.0 for line in text.splitlines())
+
+
+class Meter:
+    """Reads the server's statement counts (a scrape) and CPU time (psutil); a scrape reads
+    the store too, so what one costs is measured on the idle server and taken off (cost.py)."""
+
+    def __init__(self, conn: Connection, pid: int) -> None:
+        self.conn, self.pid = conn, pid
+        self.scrape = Counts(0.0, 0.0, 0.0)
+        self.scrapes = 0  # taken since the window opened
+
+    async def read(self) -> tuple[str, Counts]:
+        text = (await self.conn.request("GET", "/metrics")).body.decode()
+        self.scrapes += 1
+        return text, Counts(*db_counts(text), process_cpu_seconds(self.pid))
+
+    async def calibrate(self) -> None:
+        """What one scrape costs: its statements, the least of the back-to-back deltas (a
+        background statement may fall between two); its CPU, the mean (psutil counts in
+        clock ticks of 10 ms, longer than a scrape)."""
+        readings = [(await self.read())[1] for _ in range(CALIBRATION_SCRAPES + 1)]
+        least = min((b - a for a, b in itertools.pairwise(readings)),
+                    key=lambda c: c.statements)
+        cpu = (readings[-1].cpu_seconds - readings[0].cpu_seconds) / CALIBRATION_SCRAPES
+        self.scrape = Counts(least.statements, least.transactions, cpu)
+
+    async def open_window(self, due: datetime) -> Counts:
+        await asyncio.sleep(max(0.0, due.timestamp() - time.time() - WINDOW_OPENS_SECONDS))
+        _text, counts = await self.read()
+        self.scrapes = 0
+        return counts
+
+    def cost(self, runs: int, before: Counts, after: Counts) -> Cost:
+        return Cost.of(runs, after - before, self.scrapes, self.scrape)
+
+
+async def _webhook_burst(port: int, pid: int, receiver_port: int, runs: int, due: datetime,
+                         wait: float, batch: bool) -> tuple[Lateness, int, Cost]:
+    rx, conn = Connection(HOST, receiver_port), Connection(HOST, port)
+    meter = Meter(conn, pid)
     try:
         await rx.request("GET", "/_reset")
+        await meter.calibrate()
         action = {"type": "webhook", "url": f"http://{HOST}:{receiver_port}/hook"}
         failed = await _create(port, action, due, runs, batch)
+        window = await meter.open_window(due)
         deadline = due.timestamp() + wait
         while time.time() < deadline:
             if (await _get_json(rx, "/_count"))["keys"] >= runs - failed:
                 break
             await asyncio.sleep(POLL_SECONDS)
+        while True:  # the cost window closes once the runs' events are applied too
+            text, end = await meter.read()
+            if _events_applied(text) or time.time() >= deadline:
+                break
+            await asyncio.sleep(POLL_SECONDS)
         records = (await _get_json(rx, "/_records"))["records"]
     finally:
         await rx.close()
+        await conn.close()
     first: dict[str, float] = {}
     for at, key, _path in records:
         first.setdefault(key, at)
-    return Lateness([at - due.timestamp() for at in first.values()], runs - len(first),
-                    len(records) - len(first)), failed
+    return (Lateness([at - due.timestamp() for at in first.values()], runs - len(first),
+                     len(records) - len(first)), failed, meter.cost(len(first), window, end))
 
 
-async def _message_burst(port: int, runs: int, due: datetime, wait: float,
-                         batch: bool) -> tuple[Lateness, int]:
+async def _message_burst(port: int, pid: int, runs: int, due: datetime, wait: float,
+                         batch: bool) -> tuple[Lateness, int, Cost]:
     conn = Connection(HOST, port)
+    meter = Meter(conn, pid)
     try:
-        before = await _finished_total(conn)
+        await meter.calibrate()
+        before = _finished((await meter.read())[0])
         created_from = datetime.now(UTC) - timedelta(seconds=1)
         failed = await _create(port, {"type": "message", "text": "burst"}, due, runs, batch)
+        end = window = await meter.open_window(due)
         deadline = due.timestamp() + wait
         while time.time() < deadline:
-            if await _finished_total(conn) - before >= runs - failed:
+            text, end = await meter.read()
+            if _finished(text) - before >= runs - failed and _events_applied(text):
                 break
             await asyncio.sleep(POLL_SECONDS)
+        cost = meter.cost(runs - failed, window, end)
         late, again, done = [], 0, 0
         token: str | None = None
         start = quote(created_from.isoformat())
@@ -122,7 +180,7 @@ async def _message_burst(port: int, runs: int, due: datetime, wait: float,
                 break
     finally:
         await conn.close()
-    return Lateness(late, runs - done, again), failed
+    return Lateness(late, runs - done, again), failed, cost
 
 
 def _parse(text: str) -> datetime:
@@ -145,23 +203,27 @@ async def onthedot_burst(configs: list[str], actions: list[str], runs: int, reps
             system = f"onthedot {backend.label}"
             cases = {a: f"{runs:,} {a} runs" for a in actions}
             try:
-                async with onthedot_serve(backend, logs) as (_child, port):
+                async with onthedot_serve(backend, logs) as (child, port):
                     batch = await batch_supported(port) is None
                     for action in actions:
-                        out, failed = [], 0
+                        out, failed, costs = [], 0, []
                         for _ in range(reps):
                             due = due_second(leads.get(name, 10.0))
                             if action == "webhook":
-                                late, bad = await _webhook_burst(port, receiver_port, runs, due,
-                                                                 wait, batch)
+                                late, bad, cost = await _webhook_burst(
+                                    port, child.pid, receiver_port, runs, due, wait, batch)
                             else:
-                                late, bad = await _message_burst(port, runs, due, wait, batch)
+                                late, bad, cost = await _message_burst(port, child.pid, runs,
+                                                                       due, wait, batch)
                             out.append(late)
                             failed += bad
+                            costs.append(cost)
                         note = "created by " + ("batch" if batch else f"{CREATE_CALLERS} callers")
                         if failed:
                             note += f"; {failed} creates failed"
-                        rows += lateness_rows(system, cases[action], out, note=note)
+                        got = lateness_rows(system, cases[action], out, note=note)
+                        got[0].extra.update(cost_extras(costs))
+                        rows += got
             except Unavailable as exc:
                 for action in actions:
                     rows += lateness_rows(system, cases[action], [],

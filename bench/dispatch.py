@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import secrets
 import tempfile
 import threading
@@ -21,13 +22,18 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench.cost import Cost, Counts
 from bench.stats import Figure, Row
 from onthedot.config import Settings, load_settings
 from onthedot.domain.models import JobParams, JobRun, RunStatus
+from onthedot.metrics import DB_STATEMENTS, db_totals
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
+from onthedot.watcher.recurring import CONSUMER as RECURRING_CONSUMER
 
 LEAD_SECONDS = 5.0  # the runs fall due this long after ingest ends
+WINDOW_OPENS_SECONDS = 0.05  # the cost window opens this long before the due second
+POLL_SECONDS = 0.2
 INGEST_FLOOR_PER_S = 1000  # the due second leaves room for ingest at least this fast
 
 
@@ -65,11 +71,19 @@ async def onthedot_run(n: int, settings: Settings, webhook_url: str | None = Non
         await rt.close()
         raise IngestTooSlow("ingest took longer than the lead time; lower --runs")
     await rt.start(["watcher", "worker", "recurring"])
+    poll = await _poll_cost(rt)
+    # Nothing is claimed before it is due: the window from just before the due second until
+    # every run is done and its event applied holds the whole drain (cost.py).
+    await asyncio.sleep(max(0.0, (due_at - datetime.now(UTC)).total_seconds()
+                            - WINDOW_OPENS_SECONDS))
+    before, polls, by_role = _counts(), 0, DB_STATEMENTS.copy()
     while True:
-        counts = await rt.store.runs_count_by_status()
-        if counts.get(RunStatus.SUCCEEDED, 0) >= n:
+        polls += 1
+        if await _drained(rt, n):
             break
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(POLL_SECONDS)
+    cost = Cost.of(n, _counts() - before, polls, poll)
+    by_role = DB_STATEMENTS - by_role  # the completion polls are the store's
     runs = await _all_runs(rt)
     await rt.close()
     lateness = [(r.enqueued_at - r.scheduled_at).total_seconds() for r in runs if r.enqueued_at]
@@ -79,7 +93,36 @@ async def onthedot_run(n: int, settings: Settings, webhook_url: str | None = Non
         "p50": pct(lateness, 50), "p99": pct(lateness, 99),
         "runs_per_s": n / max(1e-9, (done - due_at).total_seconds()),
         "done_s": (done - due_at).total_seconds(),
+        **dict(zip(("statements_per_run", "commits_per_run", "cpu_us_per_run"), cost.per_run,
+                   strict=True)),
+        **{f"statements_per_run {role}": count / n for (_d, role), count in by_role.items()},
     }
+
+
+def _counts() -> Counts:
+    """This process's statements, transactions and CPU time so far (every thread)."""
+    statements, transactions = db_totals()
+    return Counts(statements, transactions, time.process_time())
+
+
+async def _drained(rt: Runtime, n: int) -> bool:
+    """Whether all ``n`` runs succeeded and the recurring watcher applied their events (it
+    ends each one-time job: work of the run's lifecycle that goes on after the run is done).
+    Both reads every time, so each poll costs the same (``_poll_cost``)."""
+    counts = await rt.store.runs_count_by_status()
+    lag = await rt.store.events_lag(RECURRING_CONSUMER, datetime.now(UTC))
+    return counts.get(RunStatus.SUCCEEDED, 0) >= n and lag == 0
+
+
+async def _poll_cost(rt: Runtime) -> Counts:
+    """What one completion poll costs in statements (the least of three, taken while idle: a
+    background statement may fall inside one)."""
+    costs = []
+    for _ in range(3):
+        before = _counts()
+        await _drained(rt, 0)
+        costs.append(_counts() - before)
+    return min(costs, key=lambda c: c.statements)
 
 
 async def _all_runs(rt: Runtime) -> list[JobRun]:
@@ -169,7 +212,7 @@ def configs(names: list[str], folder: Path) -> list[tuple[str, Settings, str | N
             out.append(("onthedot SQLite + table queue",
                         load_settings(database_url=f"sqlite:///{folder}/bench.db",
                                       min_interval=0), None))
-        elif name == "postgres":
+        elif name in ("postgres", "pg"):
             schema = f"bench_{tag}"
             out.append(("onthedot PostgreSQL + table queue",
                         load_settings(database_url=PG_URL, database_schema=schema,
@@ -211,7 +254,10 @@ def dispatch_rows(names: list[str], n: int, reps: int) -> list[Row]:
                             "all done s", done, digits=2, note=note, extra={
                                 title: Figure([r[key] for r in results]) for title, key in (
                                     ("dispatch lateness p50 s", "p50"), ("p99 s", "p99"),
-                                    ("runs/s", "runs_per_s"))} if results else {}))
+                                    ("runs/s", "runs_per_s"),
+                                    ("statements/run", "statements_per_run"),
+                                    ("commits/run", "commits_per_run"),
+                                    ("CPU µs/run", "cpu_us_per_run"))} if results else {}))
     return rows
 
 
@@ -273,11 +319,23 @@ def main() -> None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
     print(f"{args.runs:,} runs due in the same second; one process per system, 2 cores")
     print(f"{'system':<36} | {'ingest jobs/s':>13} | {'lateness p50 s':>14} | "
-          f"{'lateness p99 s':>14} | {'runs/s':>8}")
-    print("-" * 98)
+          f"{'lateness p99 s':>14} | {'runs/s':>8} | {'stmts/run':>9} | {'commits/run':>11} | "
+          f"{'CPU µs/run':>10}")
+    print("-" * 138)
     for name, r in rows:
         print(f"{name:<36} | {r['ingest_per_s']:>13,.0f} | {r['p50']:>14.3f} | "
-              f"{r['p99']:>14.3f} | {r['runs_per_s']:>8,.0f}")
+              f"{r['p99']:>14.3f} | {r['runs_per_s']:>8,.0f} | "
+              f"{r.get('statements_per_run', math.nan):>9.2f} | "
+              f"{r.get('commits_per_run', math.nan):>11.2f} | "
+              f"{r.get('cpu_us_per_run', math.nan):>10,.0f}")
+    for name, r in rows:
+        roles = ", ".join(f"{key.split(' ', 1)[1]} {value:.2f}" for key, value in r.items()
+                          if key.startswith("statements_per_run "))
+        if roles:
+            print(f"{name}: statements per run by role (polls included): {roles}")
+    print("stmts, commits: what the onthedot process sent to its database from the due second "
+          "until all runs were done and their events applied, / runs (db/counting.py says what "
+          "counts); CPU: its user + system time over the same window / runs")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ its spread (min-max). Prints one table (Markdown) and writes a PNG chart.
     python -m bench --quick              # small sizes, two repetitions: a smoke test
     python -m bench --sections ingest,burst --configs sqlite --reps 5
 
-Sections: ingest, burst, dispatch, scan, rss, crash (see each module's docstring). A
+Sections: ingest, burst, dispatch, scan, rss, crash, http (see each module's docstring). A
 configuration the server refuses (e.g. PostgreSQL without a queue URL, before there is a
 PostgreSQL table queue) or an endpoint it lacks (the batch endpoint) is reported as n/a with
 the reason, and the rest goes on.
@@ -29,7 +29,7 @@ from typing import Any
 
 from bench.stats import Row
 
-SECTIONS = ("ingest", "burst", "dispatch", "scan", "rss", "crash")
+SECTIONS = ("ingest", "burst", "dispatch", "scan", "rss", "crash", "http")
 DEFAULT_LEAD_SECONDS = 10.0
 MIN_LEAD_SECONDS, MAX_LEAD_SECONDS = 4.0, 40.0
 LEAD_MARGIN = 1.5  # the due second leaves room for ingest at 2/3 of the measured rate
@@ -82,6 +82,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g = p.add_argument_group("crash -> re-execution")
     g.add_argument("--crash-visibility", type=float, default=3.0)
     g.add_argument("--crash-config", default="pg+nats")
+    g = p.add_argument_group("HTTP client (bench/http_client.py)")
+    g.add_argument("--http-inflight", default="64,256,1024", help="POSTs in flight")
+    g.add_argument("--http-seconds", type=float, help="each figure's timed window (5; quick 2)")
+    g.add_argument("--http-clients", default="httpx (worker),httpx (one pool),aiohttp")
     g = p.add_argument_group("output")
     g.add_argument("--chart", default="docs/performance.png", help="PNG path ('' for none)")
     g.add_argument("--json", default="", help="also write every value to this JSON file")
@@ -96,7 +100,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "scan_sizes": "10000,100000" if quick else "10000,1000000",
         "scan_sqlite_sizes": "10000",
         "rss_runs": 100_000 if quick else 1_000_000, "rss_seconds": 5.0 if quick else 15.0,
-        "rss_reps": 1, "burst_configs": args.configs,
+        "rss_reps": 1, "burst_configs": args.configs, "http_seconds": 2.0 if quick else 5.0,
     }
     for key, value in defaults.items():
         if getattr(args, key) is None:
@@ -225,6 +229,12 @@ async def _async_sections(args: argparse.Namespace, sections: list[str], folder:
                                        folder, logs)
         _say("watcher takeover")
         rows += await takeover.takeover_rows(args.crash_config, args.reps, folder, logs)
+    if "http" in sections:
+        from bench.http_client import http_rows
+
+        _say("HTTP client: 64 / 256 / 1,024 POSTs in flight")
+        rows += await http_rows(_ints(args.http_inflight), args.http_seconds, args.reps, logs,
+                                _names(args.http_clients))
     return rows
 
 
@@ -270,9 +280,16 @@ def main(argv: list[str] | None = None) -> None:
             "rows": [r.to_json() for r in rows]}, indent=1))
 
 
+def _digits(name: str) -> int:
+    if name.endswith(" s") or name in ("p50", "p99"):
+        return 2
+    if name in ("statements/run", "commits/run"):  # bench/cost.py
+        return 1
+    return 0
+
+
 def _detail(row: Row) -> str:
-    parts = [f"{name} {fig.text(2 if name.endswith(' s') or name in ('p50', 'p99') else 0)}"
-             for name, fig in row.extra.items()]
+    parts = [f"{name} {fig.text(_digits(name))}" for name, fig in row.extra.items()]
     if row.note:
         parts.append(row.note)
     return "; ".join(parts)
@@ -298,7 +315,8 @@ def render_table(rows: list[Row]) -> str:
              "|---|---|---|---:|---:|---|"]
     titles = {"ingest": "ingest jobs/s", "burst": "burst lateness p99 s",
               "dispatch": "all done after due, s", "scan": "due scan, 32 shards, ms",
-              "rss": "peak RSS MiB", "crash": "kill -> re-executed / taken over, s"}
+              "rss": "peak RSS MiB", "crash": "kill -> re-executed / taken over, s",
+              "http": "HTTP client requests/s"}
     for row in _collapse([copy.copy(r) for r in rows]):
         ceiling = row.ceiling.text() if row.ceiling is not None else ""
         lines.append(f"| {titles.get(row.section, row.section)} | {row.system} | {row.case} | "

@@ -18,9 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections import Counter as Tally
+from collections.abc import Awaitable, Callable, Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from onthedot.domain.errors import ConfigError
 
@@ -95,6 +98,39 @@ class Metrics:
         self.shard_takeovers = Counter(
             "onthedot_shard_takeovers", "Shards this watcher took over from a watcher whose "
             "lease lapsed (dead or stalled)", registry=self.registry)
+        # --- database statements (db/counting.py): read from the process-wide counts at
+        # scrape time, so counting a statement costs no Prometheus call ---
+        self.registry.register(DbStatementsCollector())
+
+
+# --- database statements -------------------------------------------------------------------
+# What this process sent to its database, by (dialect, role): counted by the drivers' hooks in
+# db/counting.py (which says what counts), kept here so that exporting them needs nothing from
+# the database layer. Process-wide: two runtimes in one process report the sum.
+DB_STATEMENTS: Tally[tuple[str, str]] = Tally()
+DB_TRANSACTIONS: Tally[tuple[str, str]] = Tally()
+
+
+def db_totals() -> tuple[int, int]:
+    """(statements, transactions) this process has sent so far, every dialect and role."""
+    return sum(DB_STATEMENTS.values()), sum(DB_TRANSACTIONS.values())
+
+
+class DbStatementsCollector(Collector):
+    """``onthedot_db_statements_total`` and ``onthedot_db_transactions_total`` by dialect and
+    role (store, queue), read at scrape time."""
+
+    def collect(self) -> Iterator[Metric]:
+        for name, what, counts in (
+                ("onthedot_db_statements", "SQL statements sent (one per statement of a "
+                 "pipeline, one per row of executemany; BEGIN/COMMIT not included)",
+                 DB_STATEMENTS),
+                ("onthedot_db_transactions", "Transactions committed: transaction blocks, and "
+                 "statements run on their own in autocommit", DB_TRANSACTIONS)):
+            family = CounterMetricFamily(name, what, labels=["dialect", "role"])
+            for (dialect, role), value in sorted(counts.items()):
+                family.add_metric([dialect, role], value)
+            yield family
 
 
 REQUEST_READ_TIMEOUT_SECONDS = 5.0  # a client that sends no request line in time is dropped

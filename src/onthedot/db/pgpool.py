@@ -18,6 +18,7 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from onthedot.db.counting import CountingConnection, CountingCursor
 from onthedot.db.sqlfile import load_migrations
 from onthedot.domain.errors import BackendError, ConfigError, StatementRefusedError
 
@@ -99,8 +100,10 @@ class LazyPool:
         suffix = "" if role == "store" else f"/{role}"
         self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
             dsn,
-            connection_class=AsyncConnection[DictRow],
+            # Counting statements and transactions (db/counting.py) costs an increment each.
+            connection_class=CountingConnection,
             kwargs={"autocommit": True, "row_factory": dict_row,
+                    "cursor_factory": CountingCursor,
                     # Lets an operator (and the tests) tell the sessions apart.
                     "application_name": f"onthedot/{schema}{suffix}"[:IDENTIFIER_MAX_BYTES]},
             min_size=pool_min,
@@ -130,6 +133,8 @@ class LazyPool:
         await AsyncConnectionPool.check_connection(conn)
 
     async def _configure(self, conn: Conn) -> None:
+        if isinstance(conn, CountingConnection):
+            conn.counting_role = self.role
         if self._extra_configure is not None:
             await self._extra_configure(conn)
         await set_session(conn, self.schema)

@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from onthedot.db import counting
 from onthedot.domain.errors import BackendError, ConfigError
 
 T = TypeVar("T")
@@ -51,9 +52,25 @@ def sqlite_path(database_url: str) -> str:
     return path
 
 
+class _CountingSqlite(sqlite3.Connection):
+    """Counts what it executes (db/counting.py); ``role`` is set by SqliteConnection."""
+
+    counting_role = "store"
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        counting.count_sqlite(self.counting_role, sql, not self.in_transaction)
+        return super().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
+        rows = list(parameters)
+        counting.count_sqlite(self.counting_role, sql, not self.in_transaction, len(rows))
+        return super().executemany(sql, rows)
+
+
 class SqliteConnection:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, role: str = "store") -> None:
         self.path = path
+        self.role = role  # labels its statement counts (db/counting.py)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="onthedot-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._pending: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
@@ -66,7 +83,8 @@ class SqliteConnection:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                               timeout=BUSY_TIMEOUT_MS / 1000)
+                               timeout=BUSY_TIMEOUT_MS / 1000, factory=_CountingSqlite)
+        conn.counting_role = self.role
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")

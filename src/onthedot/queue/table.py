@@ -30,7 +30,7 @@ POLL_SECONDS = 0.05  # how often an empty receive looks again while waiting
 
 class TableQueue:
     def __init__(self, database_url: str, clock: Clock | None = None) -> None:
-        self._db = SqliteConnection(sqlite_path(database_url))
+        self._db = SqliteConnection(sqlite_path(database_url), role="queue")
         self._clock = clock or SystemClock()
         self._wakeup = asyncio.Event()  # in-process senders wake waiting receivers at once
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from onthedot.domain.models import JobParams, JobStatus, RetryPolicy, RunStatus
 from onthedot.service import JobPatch
@@ -37,6 +37,28 @@ async def _open_runs(engine: Engine, job_id: str) -> list[RunStatus]:
     return [r.status for r in runs if r.status in OPEN]
 
 
+async def _one_time_run_held(engine: Engine, webhook: WebhookReceiver,
+                             action: dict[str, object]) -> tuple[str, datetime, asyncio.Task[None]]:
+    """A one-time webhook job (one attempt) whose run is dispatched and RUNNING inside its
+    webhook call, held there by ``webhook``'s hold settings: the job id, its time, and the
+    worker task that records the run once the webhook is released."""
+    at = engine.clock.now() + timedelta(minutes=10)
+    view = await engine.create(JobParams(type="one-time", time=at.isoformat()),
+                               {"type": "webhook", "url": webhook.url, **action},
+                               retry_policy=RetryPolicy(max_attempts=1))
+    engine.clock.set(at)
+    await engine.dispatcher.refresh_shards()
+    await engine.dispatcher.run_once()
+    working = asyncio.create_task(_work_one(engine))
+    try:
+        await async_wait_until(lambda: _true(webhook.count() == 1), 15, "the run to be RUNNING")
+    except BaseException:
+        webhook.release()
+        working.cancel()
+        raise
+    return view.job.job_id, at, working
+
+
 async def _changed_while_running(engine: Engine, webhook: WebhookReceiver,
                                  outcome: int) -> tuple[str, str]:
     """A one-time job whose run is held RUNNING inside its webhook call while its time is
@@ -44,17 +66,8 @@ async def _changed_while_running(engine: Engine, webhook: WebhookReceiver,
     and the new time."""
     webhook.hold_all = True
     webhook.status_for = lambda _r, n: outcome if n == 1 else 200
-    at = engine.clock.now() + timedelta(minutes=10)
-    view = await engine.create(JobParams(type="one-time", time=at.isoformat()),
-                               {"type": "webhook", "url": webhook.url},
-                               retry_policy=RetryPolicy(max_attempts=1))
-    job_id = view.job.job_id
-    engine.clock.set(at)
-    await engine.dispatcher.refresh_shards()
-    await engine.dispatcher.run_once()
-    working = asyncio.create_task(_work_one(engine))
+    job_id, at, working = await _one_time_run_held(engine, webhook, {})
     try:
-        await async_wait_until(lambda: _true(webhook.count() == 1), 15, "the run to be RUNNING")
         later = at + timedelta(hours=1)
         await engine.rt.service.update_job("alice", job_id, JobPatch(
             params=JobParams(type="one-time", time=later.isoformat())))
@@ -141,17 +154,8 @@ async def test_the_new_run_ending_first_leaves_the_job_to_the_last_run(
     # The old run is still RUNNING when the new one (due at once) has ended: the job waits
     # for the old one and takes the outcome of the last run to end.
     webhook.hold = lambda r, _n: r.body == {"old": True}
-    at = both.clock.now() + timedelta(minutes=10)
-    view = await both.create(JobParams(type="one-time", time=at.isoformat()),
-                             {"type": "webhook", "url": webhook.url, "body": {"old": True}},
-                             retry_policy=RetryPolicy(max_attempts=1))
-    job_id = view.job.job_id
-    both.clock.set(at)
-    await both.dispatcher.refresh_shards()
-    await both.dispatcher.run_once()
-    working = asyncio.create_task(_work_one(both))
+    job_id, at, working = await _one_time_run_held(both, webhook, {"body": {"old": True}})
     try:
-        await async_wait_until(lambda: _true(webhook.count() == 1), 15, "the old run to run")
         soon = at + timedelta(seconds=5)
         await both.rt.service.update_job("alice", job_id, JobPatch(
             params=JobParams(type="one-time", time=soon.isoformat()),

@@ -80,9 +80,10 @@ def _connect(port: int) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=5)
 
 
-def _closed_by_server(sock: socket.socket) -> bool:
-    """True when the server closed (FIN or RST) the connection; never blocks."""
-    readable, _, _ = select.select([sock], [], [], 0)
+def _closed_by_server(sock: socket.socket, wait_seconds: float = 0.0) -> bool:
+    """True when the server closed (FIN or RST) the connection, waiting up to
+    ``wait_seconds`` for it to happen (0: never blocks)."""
+    readable, _, _ = select.select([sock], [], [], wait_seconds)
     if not readable:
         return False
     try:
@@ -130,10 +131,10 @@ def test_a_slow_header_client_is_disconnected(api: Api) -> None:
             except (BrokenPipeError, ConnectionResetError):
                 closed = True
                 break
-            if _closed_by_server(sock):
+            # Up to 0.2 s for the server's close: also the pace of the client's bytes.
+            if _closed_by_server(sock, wait_seconds=0.2):
                 closed = True
                 break
-            time.sleep(0.2)  # the client's pace, not a synchronisation
         assert closed, "a request whose headers never complete kept its connection"
         assert time.monotonic() - started >= HEADER_TIMEOUT - 0.5
     finally:

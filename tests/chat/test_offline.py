@@ -38,7 +38,8 @@ async def test_chinese_sentence_becomes_a_recurring_job(db_url: str) -> None:
      {"type": "message", "text": "call mom"}),
     ("every weekday at 9am send the standup notes", TZ,
      "OK, scheduled a reminder “send the standup notes” every weekday at 09:00 (Asia/Taipei), "
-     "delivered to your inbox; next run 2026-06-23 09:00.", {"type": "message", "text": "send the standup notes"}),
+     "delivered to your inbox; next run 2026-06-23 09:00.",
+     {"type": "message", "text": "send the standup notes"}),
     ("every weekday at 7am send me the tech headlines", TZ,
      "OK, scheduled a technology news digest every weekday at 07:00 (Asia/Taipei), delivered to "
      "your inbox; next run 2026-06-23 07:00.",

@@ -128,6 +128,8 @@ class FrontDoor:
                                       "sentence as when, e.g. 每天早上八點幫我總結財經新聞")
             asked = read_channels(parsed.task)  # "… by email" is where, not what
             result = replace(parsed, task=asked.text)
+            if not asked.email:  # said elsewhere in the sentence ("… at 9am by email")
+                asked = asks_for_email(message)
             where = where_results_go(asked, self.settings, result.language)
             choice = choose_action(result.task, said=message,
                                    model_configured=bool(self.settings.llm_base_url),

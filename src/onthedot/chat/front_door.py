@@ -9,14 +9,20 @@ confirmation before deleting or moving one, and never creates a task. A call tha
 Who decides a new task:
 
 * no model configured (``llm_base_url`` unset): the offline parser ``onthedot.nl`` reads the
-  sentence and ``actions.choice`` picks the action from its task (a news digest when it asks for
-  news, else a reminder); the job is created through the service and the answer is
-  ``render_confirmation`` in the language of the sentence, saying which. What it cannot read
+  sentence and ``actions.choice`` picks the action from its task and the whole sentence (a news
+  digest when it asks for news, else a reminder); the job is created through the service and
+  the answer is ``render_confirmation`` in the language of the sentence. What it cannot read
   exactly is a ``ParseError`` (HTTP 422) whose ``field`` is the fragment it could not read; it
   never guesses.
-* a model configured: the model gets the MCP tools (same schemas, same handlers, same user) and
-  decides what to call (``create_task`` makes the task a prompt it carries out at fire time);
-  its last message is the answer.
+* a model configured: the model gets the MCP tools (same schemas, same handlers, same user, and
+  the user's sentence on the ``Caller``) and decides what to call. ``create_task`` chooses the
+  action as the parser path does (a reminder stays a reminder, news a digest; a ``prompt`` only
+  for what only a model can do). The answer to a created task is the tool's confirmation, not
+  the model's words; otherwise the model's last message.
+
+Either way the answer to a new task says when it runs, what each run does and where each result
+goes, and "… by email" in the sentence becomes an e-mail channel or a sentence saying why not
+(``chat.where``).
 
 ``dry_run`` creates and changes nothing: the parser path reports what it understood, and over
 the model path every changing tool answers with what it would have done.

@@ -16,14 +16,18 @@ from dataclasses import dataclass
 
 _ADDRESS = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,63}"
 _EN_MAIL = r"(?:e-?mail|mail)"
+_EN_BOX = r"(?:e-?mail|mail(?:box)?)(?:\s+address)?"
+# What is sent, then one space ("\s+(?:it)?\s*" was quadratic in a long run of spaces).
+_EN_WHAT = r"(?:(?:it|them|this|that|the results?|the summary|the digest|everything)\s+)?"
 _EN_CORE = (
     rf"(?:\b(?:and|then)\s+)?(?:"
     rf"\b(?:by|via|over|through|per|in an?)\s+{_EN_MAIL}(?:\s+(?:to|at)\s+(?:me\s+at\s+)?"
     rf"(?P<a1>{_ADDRESS}))?"
-    rf"|\b(?:send|e-?mail|mail|forward|deliver)\s+(?:it|them|this|that|the results?|the summary|"
-    rf"the digest|everything)?\s*to\s+(?:me|my\s+(?:e-?mail|mail(?:box)?|inbox))"
+    rf"|\b(?:{_EN_MAIL}\s+{_EN_WHAT}to\s+(?:me|my\s+{_EN_BOX})"
+    rf"|(?:send|forward|deliver)\s+{_EN_WHAT}to\s+(?:my\s+{_EN_BOX}|me\s+(?:by|via)\s+{_EN_MAIL}))"
     rf"(?:\s+(?:by|via)\s+{_EN_MAIL})?(?:\s+at\s+(?P<a2>{_ADDRESS}))?"
-    rf"|\b(?:e-?mail)\s+(?:it\s+|them\s+)?(?:to\s+)?(?P<a3>{_ADDRESS})"
+    # not "email bob@example.com" alone: that is an errand, the task itself
+    rf"|\be-?mail\s+(?:me\s+at|(?:it|them)\s+to)\s+(?P<a3>{_ADDRESS})"
     rf"|\b(?:and|then)\s+e-?mail\s+me(?:\s+at\s+(?P<a4>{_ADDRESS}))?"
     rf")")
 _ZH_MAIL = r"(?:電子郵件|电子邮件|電子信箱|电子信箱|電郵|电邮|郵件|邮件|信箱|郵箱|邮箱|e-?mail)"
@@ -34,7 +38,6 @@ _ZH_CORE = (
     rf"(?:[\s:：]*(?P<a2>{_ADDRESS}))?"
     rf"|(?:寄|發|发|傳|传|送)(?:一封)?{_ZH_MAIL}(?:給|给|到)我(?:的{_ZH_MAIL})?"
     rf"(?:[\s:：]*(?P<a3>{_ADDRESS}))?"
-    rf"|(?:寄|發|发|傳|传|送)(?:到|至)[\s:：]*(?P<a4>{_ADDRESS})"
     rf")")
 # At the end of a task (stripped from it), and anywhere in a sentence (only read).
 _AT_END = (re.compile(_EN_CORE + r"[\s.!]*$", re.IGNORECASE),

@@ -108,6 +108,7 @@ ONLY_A_MODEL: list[tuple[str, str | None, Kind, Kind]] = [
     ("what should I cook tonight?", None, "message", "prompt"),
     ("寫一首詩", None, "message", "prompt"),
     ("給我一句名言", None, "message", "prompt"),
+    ("一句名言", "每天早上八點給我一句名言", "message", "prompt"),  # 給我 taken off by the parser
     ("推荐一本书", None, "message", "prompt"),
     ("translate the top world news story into French", None, "news_digest", "prompt"),
     ("analyze this week's financial news", None, "news_digest", "prompt"),

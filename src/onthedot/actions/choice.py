@@ -115,7 +115,9 @@ _ZH_WRITING = re.compile(
     r"^(?:請|请|麻煩|麻烦|你)?(?:幫我|帮我|替我|為我|为我)?(?:"
     r"(?:寫|写|作|創作|创作|生成|編|编|想)(?:一|幾|几|個|个|首|篇|段|則|则|份|些|點|点|句)"
     r"|(?:給我|给我|告訴我|告诉我|講|讲|說|说)(?:一|幾|几|個|个|首|篇|段|則|则|句|些|點|点)"
-    r"|推薦|推荐|建議|建议|翻譯|翻译|解釋|解释)")
+    r"|推薦|推荐|建議|建议|翻譯|翻译|解釋|解释"
+    # what was asked for, when the parser took 給我 off the task: 一句名言, 一首詩
+    r"|(?:一|幾|几|兩|两|三|五)(?:首|篇|段|則|则|句))")
 # What a news digest does not do: translate, analyse, explain, compare, predict, comment, write.
 _EN_BEYOND_DIGEST = re.compile(
     r"\b(?:translate|translated|translation|into (?:french|german|spanish|japanese|korean|"

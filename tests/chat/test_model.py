@@ -140,3 +140,50 @@ async def test_unreachable_model_is_503(db_url: str) -> None:
         response = await client.post("/v1/chat", json={"message": NEWS})
         assert_problem(response, 503, "llm_unavailable", "llm_base_url")
         assert await jobs_of(client) == []
+
+
+async def test_an_address_the_model_passes_is_used_and_said(db_url: str) -> None:
+    """The user's address is in the sentence; the model passes it itself as notify_email. The
+    task e-mails it, and the reply says so instead of saying the address is unknown."""
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if tool_results(body):
+            return say("Done.")
+        return tool_call("c1", "create_task", {"when": "every day at 8am",
+                                               "task": "write me a haiku",
+                                               "notify_email": "ann@example.com"})
+
+    with fake_openai(script) as fake:
+        async with chat_client(db_url, **model_settings(fake.url),
+                               smtp_url="smtp://127.0.0.1:2525",
+                               smtp_from="onthedot@example.com") as client:
+            body = (await client.post("/v1/chat", json={
+                "message": "every day at 8am write me a haiku, email me at ann@example.com"}
+            )).json()
+    [job] = body["jobs"]
+    assert job["action"] == {"type": "prompt", "prompt": "write me a haiku"}
+    assert job["notify"] == [{"channel": "inbox"}, {"channel": "email", "to": "ann@example.com"}]
+    assert body["reply"] == ("OK, I will carry out “write me a haiku” every day at 08:00 "
+                             "(Asia/Taipei), delivered to your inbox and e-mail to "
+                             "ann@example.com; next run 2026-06-23 08:00.")
+
+
+async def test_a_kind_the_model_names_wins_and_a_failed_create_is_not_confirmed(
+        db_url: str) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        results = tool_results(body)
+        if not results:  # a time that cannot be read: nothing to confirm
+            return tool_call("c1", "create_task", {"when": "every blue moon", "task": "x"})
+        if len(results) == 1:
+            return tool_call("c2", "create_task", {"when": "in 10 minutes", "task": "call mom",
+                                                   "kind": "prompt"})
+        return say("Done.")
+
+    with fake_openai(script) as fake:
+        async with chat_client(db_url, **model_settings(fake.url)) as client:
+            body = (await client.post("/v1/chat", json={
+                "message": "remind me to call mom in 10 minutes"})).json()
+    assert [c["ok"] for c in body["tool_calls"]] == [False, True]
+    [job] = body["jobs"]
+    assert job["action"] == {"type": "prompt", "prompt": "call mom"}
+    assert body["reply"] == ("OK, I will carry out “call mom” at 2026-06-22 10:10 "
+                             "(Asia/Taipei), delivered to your inbox.")

@@ -55,6 +55,11 @@ def test_other_words_stay_the_task(task: str) -> None:
     assert (found.email, found.text, found.address) == (False, task, None)
 
 
+def test_an_address_the_e_mail_channel_would_refuse_is_not_read() -> None:
+    found = asks_for_email("summarize the news by email to ann@-x.com")
+    assert (found.email, found.address) == (True, None)  # the reply asks for an address
+
+
 def test_the_words_may_come_before_the_time_in_a_sentence() -> None:
     found = asks_for_email(f"remind me to pay rent by email to {ADDRESS} tomorrow at 9am")
     assert (found.email, found.address) == (True, ADDRESS)

@@ -14,7 +14,10 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-_ADDRESS = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,63}"
+# A plain address as the e-mail channel takes it (delivery.channels): one it would refuse is not
+# read as an address, so the reply asks for one instead of failing the request.
+_ADDRESS = (r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+"
+            r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}\b")
 _EN_MAIL = r"(?:e-?mail|mail)"
 _EN_BOX = r"(?:e-?mail|mail(?:box)?)(?:\s+address)?"
 # What is sent, then one space ("\s+(?:it)?\s*" was quadratic in a long run of spaces).

@@ -1,4 +1,6 @@
-"""From a task's words to its action: prompt with a model, else news digest or reminder."""
+"""From a task's words to its action: a news digest, a reminder, or (with a model) a prompt
+when the words ask for something written or told. The sentence table of issue 20 runs through
+the chat front door in tests/chat/test_choice_table.py."""
 
 from __future__ import annotations
 
@@ -91,13 +93,48 @@ def test_without_a_model(text: str, kind: Kind, topic: str | None, language: Lan
 
 
 @pytest.mark.parametrize(("text", "kind", "topic", "language"), TABLE)
-def test_with_a_model_everything_is_a_prompt(text: str, kind: Kind, topic: str | None,
+def test_with_a_model_the_choice_is_the_same(text: str, kind: Kind, topic: str | None,
                                              language: Language) -> None:
-    choice = choose_action(text, model_configured=True)
-    assert choice.kind == "prompt"
-    assert choice.action == {"type": "prompt", "prompt": text}
-    assert choice.language == language
-    assert choice.topic is None
+    """None of these asks for writing: a model changes nothing."""
+    assert choose_action(text, model_configured=True) == choose_action(
+        text, model_configured=False)
+
+
+# task, the whole sentence (None: the task), kind without a model, kind with one
+ONLY_A_MODEL: list[tuple[str, str | None, Kind, Kind]] = [
+    ("write me a haiku", None, "message", "prompt"),
+    ("tell me a joke", None, "message", "prompt"),
+    ("suggest a recipe for dinner", None, "message", "prompt"),
+    ("what should I cook tonight?", None, "message", "prompt"),
+    ("寫一首詩", None, "message", "prompt"),
+    ("給我一句名言", None, "message", "prompt"),
+    ("一句名言", "每天早上八點給我一句名言", "message", "prompt"),  # 給我 taken off by the parser
+    ("推荐一本书", None, "message", "prompt"),
+    ("translate the top world news story into French", None, "news_digest", "prompt"),
+    ("analyze this week's financial news", None, "news_digest", "prompt"),
+    ("把國際新聞翻譯成法文", None, "news_digest", "prompt"),
+    ("分析本周财经新闻", None, "news_digest", "prompt"),
+    # Reminders stay reminders, even of writing: the sentence said "remind me".
+    ("call mom", "remind me to call mom in 10 minutes", "message", "message"),
+    ("write the weekly report", "every Friday at 4pm remind me to write the weekly report",
+     "message", "message"),
+    ("寫週報", "每週五下午四點提醒我寫週報", "message", "message"),
+    ("叫我睡覺", None, "message", "message"),
+    # An errand of the person's own is a reminder, with a model too.
+    ("去健身房", None, "message", "message"),
+    ("send the standup notes", None, "message", "message"),
+    ("write the weekly report", None, "message", "message"),
+]
+
+
+@pytest.mark.parametrize(("text", "said", "without", "with_model"), ONLY_A_MODEL)
+def test_what_only_a_model_can_do(text: str, said: str | None, without: Kind,
+                                  with_model: Kind) -> None:
+    assert choose_action(text, model_configured=False, said=said).kind == without
+    chosen = choose_action(text, model_configured=True, said=said)
+    assert chosen.kind == with_model
+    if with_model == "prompt":
+        assert chosen.action == {"type": "prompt", "prompt": text}
 
 
 def test_offline_choices_are_valid_actions(tmp_path: Path) -> None:
@@ -157,26 +194,50 @@ def test_topic_and_request_readers() -> None:
      "好的，已排定：2026-06-23 15:00（Asia/Taipei）會提醒你「打電話給新聞部」。"),
     ("明天下午三点提醒我去银行", "Asia/Shanghai", False,
      "好的，已安排：2026-06-23 15:00（Asia/Shanghai）会提醒你「去银行」。"),
-    ("every day at 8am summarize the financial news", "Asia/Taipei", True,
-     "OK, I will carry out “summarize the financial news” every day at 08:00 (Asia/Taipei); "
+    ("every day at 8am write me a haiku", "Asia/Taipei", True,
+     "OK, I will carry out “write me a haiku” every day at 08:00 (Asia/Taipei); "
      "next run 2026-06-23 08:00."),
     ("remind me to call mom at 5pm", "America/New_York", True,
-     "OK, I will carry out “call mom” at 2026-06-22 17:00 (America/New_York)."),
+     "OK, scheduled a reminder “call mom” for 2026-06-22 17:00 (America/New_York)."),
     ("每天早上八點幫我總結財經新聞", "Asia/Taipei", True,
-     "好的，已排定：每天 08:00（Asia/Taipei）會為你執行「總結財經新聞」，"
-     "下次執行 2026-06-23 08:00。"),
-    ("每天早上八点帮我总结财经新闻", "Asia/Shanghai", True,
-     "好的，已安排：每天 08:00（Asia/Shanghai）会为你执行「总结财经新闻」，"
+     "好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，下次執行 2026-06-23 08:00。"),
+    ("每天早上八点帮我写一首诗", "Asia/Shanghai", True,
+     "好的，已安排：每天 08:00（Asia/Shanghai）会为你执行「写一首诗」，"
      "下次执行 2026-06-23 08:00。"),
     ("立刻幫我總結科技新聞", "Asia/Taipei", False, "好的，立即為你整理科技新聞摘要。"),
     ("立刻提醒我喝水", "Asia/Taipei", False, "好的，立即提醒你「喝水」。"),
-    ("立刻帮我查天气", "Asia/Shanghai", True, "好的，立即为你执行「查天气」。"),
+    ("立刻帮我推荐一本书", "Asia/Shanghai", True, "好的，立即为你执行「推荐一本书」。"),
     ("now read the news", "UTC", False, "OK, preparing a world news digest now."),
     ("now stretch", "UTC", False, "OK, sending the reminder “stretch” now."),
-    ("now check the weather", "UTC", True, "OK, carrying out “check the weather” now."),
+    ("now tell me a joke", "UTC", True, "OK, carrying out “tell me a joke” now."),
 ])
 def test_confirmation_says_what_runs_do(sentence: str, timezone: str, model: bool,
                                         reply: str) -> None:
     result = parse(sentence, now=NOW, timezone=timezone)
-    choice = choose_action(result.task, model_configured=model, language=result.language)
+    choice = choose_action(result.task, model_configured=model, language=result.language,
+                           said=sentence)
     assert render_confirmation(result, NOW, doing=choice.doing) == reply
+
+
+@pytest.mark.parametrize(("sentence", "timezone", "notify", "reply"), [
+    ("每天早上八點幫我總結財經新聞", "Asia/Taipei",
+     [{"channel": "inbox"}, {"channel": "email", "to": "ann@example.com"}],
+     "好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，寄到收件匣和 "
+     "e-mail（ann@example.com），下次執行 2026-06-23 08:00。"),
+    ("明天下午三点提醒我去银行", "Asia/Shanghai", [{"channel": "inbox"}],
+     "好的，已安排：2026-06-23 15:00（Asia/Shanghai）会提醒你「去银行」，发到收件箱。"),
+    ("now stretch", "UTC",
+     [{"channel": "inbox"}, {"channel": "email", "to": "a@example.com"},
+      {"channel": "webhook", "url": "https://hooks.example.com/x"}],
+     "OK, sending the reminder “stretch” now, delivered to your inbox, e-mail to "
+     "a@example.com and the webhook at hooks.example.com."),
+    ("remind me to call mom at 5pm", "America/New_York", [],
+     "OK, scheduled a reminder “call mom” for 2026-06-22 17:00 (America/New_York), delivered "
+     "nowhere (the result stays in the task's runs)."),
+])
+def test_confirmation_says_where_results_go(sentence: str, timezone: str,
+                                            notify: list[dict[str, str]], reply: str) -> None:
+    result = parse(sentence, now=NOW, timezone=timezone)
+    choice = choose_action(result.task, model_configured=False, language=result.language,
+                           said=sentence)
+    assert render_confirmation(result, NOW, doing=choice.doing, notify=notify) == reply

@@ -77,7 +77,7 @@ def test_chat_command(capsys: pytest.CaptureFixture[str], server: LiveServer) ->
     assert code == 0, err
     reply, job_line = out.strip().splitlines()
     assert reply.startswith("OK, scheduled a reminder “call mom” for ")  # the real clock's day
-    assert reply.endswith(" 15:00 (Asia/Taipei).")
+    assert reply.endswith(" 15:00 (Asia/Taipei), delivered to your inbox.")
     assert job_line.split()[1:3] == ["scheduled", "message"]
     code, out, _ = run_cli(capsys, "chat", "every weekday at 9am stand up", "--dry-run",
                            "--json", "--url", server.url)

@@ -442,6 +442,8 @@ async def test_run_now_then_its_last_result(chat: Chat) -> None:
     assert ran["intent"] == "run_now"
     assert ran["run"]["kind"] == "manual"
     assert ran["run"]["job_id"] == ids["backup"]
+    assert ran["reply"] == ("OK, running “backup task” now, delivered to your inbox; the result "
+                            "will also be in its runs.")
     assert [j["job_id"] for j in await jobs_of(chat.http)] == list(reversed(ids.values()))
     await execute_due(chat.runtime)
     last = ok(await chat.say("what did the backup task say?"))

@@ -1,8 +1,9 @@
 """POST /v1/chat with a model: a local server speaking the OpenAI chat-completions
-tool-calling protocol calls the MCP tools, and its last message is the answer.
+tool-calling protocol calls the MCP tools. A new task is confirmed in the server's words (when,
+what each run does, where results go); otherwise the model's last message is the answer.
 
-With a model configured, create_task makes the task a ``prompt`` the model carries out at fire
-time: the tests marked NEEDS_PROMPT pass once the prompt action is registered."""
+The action is chosen as without a model (tests/chat/test_choice_table.py): a news request
+stays a digest, a reminder a reminder."""
 
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ def schedules_news(body: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_model_calls_create_task(db_url: str) -> None:
-    """NEEDS_PROMPT"""
     with fake_openai(schedules_news) as fake:
         async with chat_client(db_url, **model_settings(fake.url)) as client:
             response = await client.post("/v1/chat", json={"message": NEWS})
@@ -45,11 +45,13 @@ async def test_model_calls_create_task(db_url: str) -> None:
             body = response.json()
             assert [j["job_id"] for j in await jobs_of(client)] == [body["jobs"][0]["job_id"]]
     assert body["decided_by"] == "model"
-    assert body["reply"] == "好的，每天早上八點幫你總結財經新聞，下次執行 2026-06-23T00:00:00Z。"
+    # The server's confirmation, not the model's sentence (which names no channel).
+    assert body["reply"] == ("好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，"
+                             "寄到收件匣，下次執行 2026-06-23 08:00。")
     [job] = body["jobs"]
     assert job["job_params"]["schedule"] == "0 8 * * *"
-    assert job["action"] == {"type": "prompt", "prompt": "總結財經新聞"}
-    assert body["tool_calls"][0]["result"]["kind"] == "prompt"
+    assert job["action"] == {"type": "news_digest", "topic": "finance", "language": "zh-Hant"}
+    assert body["tool_calls"][0]["result"]["kind"] == "news_digest"
     assert [c["name"] for c in body["tool_calls"]] == ["create_task"]
     assert body["tool_calls"][0]["ok"] is True
     # What the model saw: the tools, the key, the system prompt, then the tool result.
@@ -91,11 +93,11 @@ async def test_model_corrects_itself_after_an_error(db_url: str) -> None:
     assert body["tool_calls"][0]["result"]["error"]["code"] == "unknown_argument"
     assert body["jobs"][0]["next_run_at"] == "2026-06-22T02:20:00Z"
     assert body["jobs"][0]["action"] == {"type": "message", "text": "stretch"}
-    assert body["reply"] == "OK, I will remind you to stretch in 20 minutes."
+    assert body["reply"] == ("OK, scheduled a reminder “stretch” for 2026-06-22 10:20 "
+                             "(Asia/Taipei), delivered to your inbox.")
 
 
 async def test_model_dry_run_creates_nothing(db_url: str) -> None:
-    """NEEDS_PROMPT"""
     with fake_openai(schedules_news) as fake:
         async with chat_client(db_url, **model_settings(fake.url)) as client:
             body = (await client.post("/v1/chat", json={"message": NEWS,
@@ -105,10 +107,12 @@ async def test_model_dry_run_creates_nothing(db_url: str) -> None:
     assert call["dry_run"] is True
     assert call["created"] is False
     assert call["would_create"]["next_runs"][0] == "2026-06-23T00:00:00Z"
-    assert call["would_create"]["action"] == {"type": "prompt", "prompt": "總結財經新聞"}
+    assert call["would_create"]["action"] == {"type": "news_digest", "topic": "finance",
+                                              "language": "zh-Hant"}
     assert body["jobs"] == []
     assert body["dry_run"] is True
-    assert body["reply"] == "（試算）會在 2026-06-23T00:00:00Z 第一次執行。"
+    assert body["reply"] == ("好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，"
+                             "寄到收件匣，下次執行 2026-06-23 08:00。（試算：尚未建立）")
     assert "dry run" in fake.requests[0]["messages"][0]["content"]
 
 
@@ -136,3 +140,50 @@ async def test_unreachable_model_is_503(db_url: str) -> None:
         response = await client.post("/v1/chat", json={"message": NEWS})
         assert_problem(response, 503, "llm_unavailable", "llm_base_url")
         assert await jobs_of(client) == []
+
+
+async def test_an_address_the_model_passes_is_used_and_said(db_url: str) -> None:
+    """The user's address is in the sentence; the model passes it itself as notify_email. The
+    task e-mails it, and the reply says so instead of saying the address is unknown."""
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if tool_results(body):
+            return say("Done.")
+        return tool_call("c1", "create_task", {"when": "every day at 8am",
+                                               "task": "write me a haiku",
+                                               "notify_email": "ann@example.com"})
+
+    with fake_openai(script) as fake:
+        async with chat_client(db_url, **model_settings(fake.url),
+                               smtp_url="smtp://127.0.0.1:2525",
+                               smtp_from="onthedot@example.com") as client:
+            body = (await client.post("/v1/chat", json={
+                "message": "every day at 8am write me a haiku, email me at ann@example.com"}
+            )).json()
+    [job] = body["jobs"]
+    assert job["action"] == {"type": "prompt", "prompt": "write me a haiku"}
+    assert job["notify"] == [{"channel": "inbox"}, {"channel": "email", "to": "ann@example.com"}]
+    assert body["reply"] == ("OK, I will carry out “write me a haiku” every day at 08:00 "
+                             "(Asia/Taipei), delivered to your inbox and e-mail to "
+                             "ann@example.com; next run 2026-06-23 08:00.")
+
+
+async def test_a_kind_the_model_names_wins_and_a_failed_create_is_not_confirmed(
+        db_url: str) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        results = tool_results(body)
+        if not results:  # a time that cannot be read: nothing to confirm
+            return tool_call("c1", "create_task", {"when": "every blue moon", "task": "x"})
+        if len(results) == 1:
+            return tool_call("c2", "create_task", {"when": "in 10 minutes", "task": "call mom",
+                                                   "kind": "prompt"})
+        return say("Done.")
+
+    with fake_openai(script) as fake:
+        async with chat_client(db_url, **model_settings(fake.url)) as client:
+            body = (await client.post("/v1/chat", json={
+                "message": "remind me to call mom in 10 minutes"})).json()
+    assert [c["ok"] for c in body["tool_calls"]] == [False, True]
+    [job] = body["jobs"]
+    assert job["action"] == {"type": "prompt", "prompt": "call mom"}
+    assert body["reply"] == ("OK, I will carry out “call mom” at 2026-06-22 10:10 "
+                             "(Asia/Taipei), delivered to your inbox.")

@@ -15,7 +15,7 @@ async def test_chinese_sentence_becomes_a_recurring_job(db_url: str) -> None:
         assert response.status_code == 200, response.text
         body = response.json()
         assert body["reply"] == ("好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，"
-                                 "下次執行 2026-06-23 08:00。")
+                                 "寄到收件匣，下次執行 2026-06-23 08:00。")
         assert body["decided_by"] == "parser"
         assert body["language"] == "zh-Hant"
         assert body["dry_run"] is False
@@ -33,23 +33,27 @@ async def test_chinese_sentence_becomes_a_recurring_job(db_url: str) -> None:
 
 @pytest.mark.parametrize(("message", "timezone", "reply", "action"), [
     ("remind me to call mom tomorrow at 3pm", "America/New_York",
-     "OK, scheduled a reminder “call mom” for 2026-06-22 15:00 (America/New_York).",
+     "OK, scheduled a reminder “call mom” for 2026-06-22 15:00 (America/New_York), delivered "
+     "to your inbox.",
      {"type": "message", "text": "call mom"}),
     ("every weekday at 9am send the standup notes", TZ,
-     "OK, scheduled a reminder “send the standup notes” every weekday at 09:00 (Asia/Taipei); "
-     "next run 2026-06-23 09:00.", {"type": "message", "text": "send the standup notes"}),
+     "OK, scheduled a reminder “send the standup notes” every weekday at 09:00 (Asia/Taipei), "
+     "delivered to your inbox; next run 2026-06-23 09:00.",
+     {"type": "message", "text": "send the standup notes"}),
     ("every weekday at 7am send me the tech headlines", TZ,
-     "OK, scheduled a technology news digest every weekday at 07:00 (Asia/Taipei); "
-     "next run 2026-06-23 07:00.",
+     "OK, scheduled a technology news digest every weekday at 07:00 (Asia/Taipei), delivered to "
+     "your inbox; next run 2026-06-23 07:00.",
      {"type": "news_digest", "topic": "technology", "language": "en"}),
     ("tomorrow at 9am email the news team", TZ,
-     "OK, scheduled a reminder “email the news team” for 2026-06-23 09:00 (Asia/Taipei).",
+     "OK, scheduled a reminder “email the news team” for 2026-06-23 09:00 (Asia/Taipei), "
+     "delivered to your inbox.",
      {"type": "message", "text": "email the news team"}),
     ("每周一三五晚上九点半去健身房", "Asia/Shanghai",
      "好的，已安排：每周一、三、五 21:30（Asia/Shanghai）会提醒你「去健身房」，"
-     "下次执行 2026-06-22 21:30。", {"type": "message", "text": "去健身房"}),
+     "发到收件箱，下次执行 2026-06-22 21:30。", {"type": "message", "text": "去健身房"}),
     ("每天早上七点给我国际新闻", "Asia/Shanghai",
-     "好的，已安排：每天 07:00（Asia/Shanghai）会为你整理国际新闻摘要，下次执行 2026-06-23 07:00。",
+     "好的，已安排：每天 07:00（Asia/Shanghai）会为你整理国际新闻摘要，发到收件箱，"
+     "下次执行 2026-06-23 07:00。",
      {"type": "news_digest", "topic": "world", "language": "zh-Hans"}),
 ])
 async def test_english_and_simplified(db_url: str, message: str, timezone: str,
@@ -86,7 +90,8 @@ async def test_dry_run_creates_nothing(db_url: str) -> None:
         english = (await client.post("/v1/chat", json={
             "message": "in 20 minutes remind me to stretch", "dry_run": True})).json()
         assert english["reply"] == ("OK, scheduled a reminder “stretch” for 2026-06-22 02:20 "
-                                    "(UTC). (dry run: nothing was created)")
+                                    "(UTC), delivered to your inbox. (dry run: nothing was "
+                                    "created)")
         assert english["action"] == {"type": "message", "text": "stretch"}
         assert await jobs_of(client) == []
 

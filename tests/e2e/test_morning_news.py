@@ -1,6 +1,7 @@
 """Issue 9 end to end: "每天早上八點幫我總結財經新聞" said to the MCP tool becomes a daily finance
 digest that fires at 08:00 Taipei (injected clock), reads real feeds on loopback, is written
-offline or by the model (a loopback server speaking the chat-completions protocol), and reaches
+offline or by the model (a loopback server speaking the chat-completions protocol; a news
+request stays a digest with a model too, issue 20, and the model writes it), and reaches
 the inbox and a real SMTP server exactly once although the worker that sent it died before
 recording the run and the run was executed again. On SQLite and on PostgreSQL + NATS."""
 
@@ -25,7 +26,7 @@ from tests.actions.newsfeeds import Entry, FeedServer, rss
 from tests.delivery.conftest import SENDER, engine_on
 from tests.engine.conftest import Engine
 from tests.mcp.conftest import ok
-from tests.support.fake_openai import FakeOpenAI, fake_openai, say, tool_call, tool_results
+from tests.support.fake_openai import FakeOpenAI, fake_openai, say
 from tests.support.smtp import Mailbox
 from tests.support.waiting import async_wait_until
 from tests.support.webhook import LOOPBACK_ALLOW
@@ -49,13 +50,16 @@ def feeds() -> Iterator[FeedServer]:
     server.stop()
 
 
-def summarise_with_the_tool(body: dict[str, Any]) -> dict[str, Any]:
-    """The model: first asks for the finance news, then summarises what the tool returned."""
-    results = tool_results(body)
-    if not results:
-        return tool_call("c1", "fetch_news", {"topic": "finance", "language": "zh-Hant"})
-    titles = [item["title"] for result in results for item in result["content"]["items"]]
-    return say("今日財經重點：" + "；".join(titles))
+def items_sent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The new items a digest request hands the model (a JSON list ending its user message)."""
+    user = body["messages"][1]["content"]
+    items: list[dict[str, Any]] = json.loads(user[user.index("["):])
+    return items
+
+
+def summarise_the_items(body: dict[str, Any]) -> dict[str, Any]:
+    """The model: writes the digest from the items it was given."""
+    return say("今日財經重點：" + "；".join(item["title"] for item in items_sent(body)))
 
 
 @contextlib.asynccontextmanager
@@ -114,20 +118,17 @@ async def test_the_morning_finance_digest_is_delivered_once(
         backend: str, with_model: bool, tmp_path: Path, feeds: FeedServer,
         mailbox: Mailbox) -> None:
     with contextlib.ExitStack() as stack:
-        model = stack.enter_context(fake_openai(summarise_with_the_tool)) if with_model \
+        model = stack.enter_context(fake_openai(summarise_the_items)) if with_model \
             else None
         async with deployment(backend, tmp_path, feeds, mailbox, model) as engine:
             created = await say_it_to_the_chatbot(engine)
             task = created["task"]
             assert task["job_params"]["schedule"] == "0 8 * * *"
             assert task["job_params"]["timezone"] == TAIPEI
-            if with_model:
-                assert task["action"] == {"type": "prompt", "prompt": "總結財經新聞"}
-                assert "總結財經新聞" in created["confirmation"]
-            else:
-                assert task["action"]["type"] == "news_digest"
-                assert task["action"]["language"] == "zh-Hant"
-                assert "財經新聞摘要" in created["confirmation"]
+            assert task["action"]["type"] == "news_digest"
+            assert task["action"]["language"] == "zh-Hant"
+            assert "財經新聞摘要" in created["confirmation"]
+            assert f"寄到收件匣和 e-mail（{TO}）" in created["confirmation"]
             assert task["notify"] == [{"channel": "inbox"}, {"channel": "email", "to": TO}]
 
             first = await fire_and_die_after_sending(engine, task["job_id"])
@@ -147,16 +148,15 @@ async def test_the_morning_finance_digest_is_delivered_once(
     # The next morning's run waits, as a daily job's should.
     assert [r.scheduled_at for r in runs if r is not run] == [EIGHT_AM + timedelta(days=1)]
     assert (run.run_id, run.status, run.attempt) == (first.run_id, RunStatus.SUCCEEDED, 2)
-    text = run.output["text"] if with_model else run.output["digest"]
+    text = run.output["digest"]
     for headline in HEADLINES:
         assert headline in text
     if with_model:
         assert text.startswith("今日財經重點：")
-        # Both attempts asked the model and fed it the real feed items through fetch_news.
-        sent = [r for r in model_requests if tool_results(r)]
-        assert len(sent) == 2
-        assert {i["title"] for i in tool_results(sent[0])[0]["content"]["items"]} \
-            == set(HEADLINES)
+        assert run.output["written_by"] == "model"
+        # Both attempts asked the model and handed it the real feed items.
+        assert len(model_requests) == 2
+        assert {i["title"] for i in items_sent(model_requests[0])} == set(HEADLINES)
     else:
         assert run.output["new_items"] == 2
         assert run.output["written_by"] == "offline"

@@ -55,25 +55,31 @@ async def test_offline_news_request_becomes_a_digest(rt: Runtime) -> None:
     assert body["task"]["name"] == "總結財經新聞"
     assert body["confirmation"] == (
         "好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，"
-        "下次執行 2026-06-23 08:00。")
+        "寄到收件匣，下次執行 2026-06-23 08:00。")
     view = await rt.service.get_job("alice", body["task"]["job_id"])
     assert view.job.action == DIGEST
 
 
 @pytest.mark.parametrize(("args", "action", "confirmation"), [
     ({"when": "remind me to call mom at 5pm"}, {"type": "message", "text": "call mom"},
-     "OK, scheduled a reminder “call mom” for 2026-06-22 17:00 (Asia/Taipei)."),
+     "OK, scheduled a reminder “call mom” for 2026-06-22 17:00 (Asia/Taipei), delivered to "
+     "your inbox."),
     ({"when": "every day at 7am", "task": "send me the tech headlines"},
      {"type": "news_digest", "topic": "technology", "language": "en"},
-     "OK, scheduled a technology news digest every day at 07:00 (Asia/Taipei); "
-     "next run 2026-06-23 07:00."),
+     "OK, scheduled a technology news digest every day at 07:00 (Asia/Taipei), delivered to "
+     "your inbox; next run 2026-06-23 07:00."),
     # The digest is in the task's language, the sentence in the language of `when`.
     ({"when": "every day at 8am", "task": "總結財經新聞"}, DIGEST,
-     "OK, scheduled a finance news digest every day at 08:00 (Asia/Taipei); "
-     "next run 2026-06-23 08:00."),
+     "OK, scheduled a finance news digest every day at 08:00 (Asia/Taipei), delivered to your "
+     "inbox; next run 2026-06-23 08:00."),
     ({"when": "每天早上八点提醒我给新闻部打电话"}, {"type": "message", "text": "给新闻部打电话"},
      "好的，已安排：每天 08:00（Asia/Taipei）会提醒你「给新闻部打电话」，"
-     "下次执行 2026-06-23 08:00。"),
+     "发到收件箱，下次执行 2026-06-23 08:00。"),
+    # Without `when` the sentence is in the task's language; a webhook names its host.
+    ({"schedule": "0 9 * * 1-5", "task": "stretch", "notify_inbox": False,
+      "notify_webhook": "https://hooks.example.com/x"}, {"type": "message", "text": "stretch"},
+     "OK, scheduled a reminder “stretch” every weekday at 09:00 (Asia/Taipei), delivered to "
+     "the webhook at hooks.example.com; next run 2026-06-23 09:00."),
 ])
 async def test_offline_choices(rt: Runtime, args: dict[str, Any], action: dict[str, Any],
                                confirmation: str) -> None:
@@ -95,7 +101,9 @@ async def test_explicit_kind_overrides_the_words(rt: Runtime) -> None:
             "kind": "news_digest"}))
         assert market["task"]["action"] == {"type": "news_digest", "topic": "finance",
                                             "language": "en"}
-        assert "confirmation" not in market  # only with `when`
+        assert market["confirmation"] == (
+            "OK, scheduled a finance news digest every weekday at 18:00 (Asia/Taipei), "
+            "delivered to your inbox; next run 2026-06-22 18:00.")
         auto = ok(await session.call_tool("create_task", {
             "task": "water the plants", "schedule": "0 18 * * *", "kind": "auto"}))
         assert auto["task"]["action"] == {"type": "message", "text": "water the plants"}
@@ -188,19 +196,24 @@ async def test_prompt_without_a_model_is_llm_not_configured(rt: Runtime) -> None
     assert (await rt.service.list_jobs("alice")).items == []
 
 
-async def test_with_a_model_the_task_is_a_prompt(model_rt: Runtime) -> None:
+async def test_with_a_model_news_stays_a_digest_and_writing_is_a_prompt(
+        model_rt: Runtime) -> None:
     """NEEDS_PROMPT"""
     async with memory_session(model_rt) as session:
-        body = ok(await session.call_tool("create_task", {"when": NEWS}))
-        assert body["kind"] == "prompt"
-        assert body["task"]["action"] == {"type": "prompt", "prompt": "總結財經新聞"}
-        assert body["confirmation"] == (
-            "好的，已排定：每天 08:00（Asia/Taipei）會為你執行「總結財經新聞」，"
-            "下次執行 2026-06-23 08:00。")
-        # The caller can still ask for the offline kinds.
-        digest = ok(await session.call_tool("create_task", {"when": NEWS,
-                                                            "kind": "news_digest"}))
+        digest = ok(await session.call_tool("create_task", {"when": NEWS}))
         assert digest["task"]["action"] == DIGEST
+        reminder = ok(await session.call_tool("create_task", {
+            "when": "remind me to call mom in 10 minutes"}))
+        assert reminder["task"]["action"] == {"type": "message", "text": "call mom"}
+        body = ok(await session.call_tool("create_task", {"when": "每天早上八點寫一首詩"}))
+        assert body["kind"] == "prompt"
+        assert body["task"]["action"] == {"type": "prompt", "prompt": "寫一首詩"}
+        assert body["confirmation"] == (
+            "好的，已排定：每天 08:00（Asia/Taipei）會為你執行「寫一首詩」，"
+            "寄到收件匣，下次執行 2026-06-23 08:00。")
+        # The caller can still ask for a kind.
+        prompt = ok(await session.call_tool("create_task", {"when": NEWS, "kind": "prompt"}))
+        assert prompt["task"]["action"] == {"type": "prompt", "prompt": "總結財經新聞"}
         # New words for a prompt change the prompt and keep the kind.
         retold = ok(await session.call_tool("update_task", {
             "task_id": body["task"]["job_id"], "task": "summarize the tech news"}))["task"]

@@ -2,17 +2,30 @@
 
 ::
 
-    text ─► a model configured? ── yes ─► prompt       {"type": "prompt", "prompt": text}
-                 │ no
-                 ▼
-            asks for news? ─────── yes ─► news_digest  {"type": "news_digest", "topic",
-                 │ no                                   "language"}
-                 ▼
-               message                                 {"type": "message", "text": text}
+    task ─► asks for news? ── yes ─► asks for more than a digest does, and a model? ─ yes ─► prompt
+             │ no                          │ no
+             │                             ▼
+             │                        news_digest  {"type": "news_digest", "topic", "language"}
+             ▼
+       the sentence asks to be reminded? ── yes ─► message  {"type": "message", "text": task}
+             │ no
+             ▼
+       asks for something to be written or told, and a model? ── yes ─► prompt {"prompt": task}
+             │ no
+             ▼
+          message
 
-With a model every task is a prompt: the model carries it out at fire time, whatever it is
-("remind me to call mom" becomes a reminder the model writes). Without one, only news has an
-offline action that does real work; everything else stays a reminder that repeats the words.
+The choice is the same with and without a model, except where only a model can do the work:
+a request for something written or told ("write me a haiku", "給我一句名言") is a ``prompt``
+with a model and a reminder of those words without one; a news request that asks for more than
+a digest ("translate the top story into French", "分析財經新聞") is a ``prompt`` with a model and
+a digest without one. A reminder ("remind me to call mom", 提醒我, 叫我, 記得 …) is always a
+``message``: the model is never asked to "carry out" "call mom". Everything else (an errand of
+the person's own: "call mom", "去健身房", "send the standup notes") is a reminder too: a false
+prompt makes the model answer a chore it cannot do, a false reminder still reminds.
+
+The reminder words are read in ``said``, the person's whole sentence, because the parser
+strips "remind me to" from the task ("call mom"); the rest is read in the task.
 
 "Asks for news" is decided by a small, deliberately narrow reading, because a false digest
 loses the user's reminder while a missed one still reminds them:
@@ -66,16 +79,74 @@ class Choice:
 
 
 def choose_action(text: str, *, model_configured: bool, language: Language | None = None,
-                  timezone: str = "UTC") -> Choice:
-    """The action for ``text`` (see the module docstring). ``language`` is the task's language;
-    None: detected from ``text`` (``timezone`` breaks a Traditional/Simplified tie)."""
+                  timezone: str = "UTC", said: str | None = None) -> Choice:
+    """The action for the task ``text`` (see the module docstring). ``said`` is the person's
+    whole sentence when the task was read out of one (its reminder words); None: ``text``.
+    ``language`` is the task's language; None: detected from ``text`` (``timezone`` breaks a
+    Traditional/Simplified tie)."""
     lang = language or detect(text, timezone)
-    if model_configured:
-        return action_of_kind("prompt", text, language=lang)
     news = read_news_request(text)
     if news is not None:
+        if model_configured and asks_more_than_a_digest(text):
+            return action_of_kind("prompt", text, language=lang)
         return _digest(news.topic or DEFAULT_TOPIC, lang)
+    if asks_to_be_reminded(said if said is not None else text) or asks_to_be_reminded(text):
+        return action_of_kind("message", text, language=lang)
+    if model_configured and asks_for_writing(text):
+        return action_of_kind("prompt", text, language=lang)
     return action_of_kind("message", text, language=lang)
+
+
+# --- reminders, writing, and news a digest cannot do ---------------------------------------
+_EN_REMIND = re.compile(
+    r"\b(?:remind|reminder|reminders|remember to|don't forget|do not forget|don't let me forget|"
+    r"tell me to|alert me|notify me|ping me|nudge me|wake me)\b")
+_ZH_REMIND = re.compile(r"提醒|叫我|記得|记得|別忘|别忘|不要忘|通知我|鬧鐘|闹钟|叫醒")
+# A request addressed to the assistant: a verb of writing or telling, then "me" or what to make.
+_EN_WRITING = re.compile(
+    r"^(?:please\s+|can you\s+|could you\s+|i want you to\s+|help me\s+)*(?:"
+    r"(?:write|compose|draft|generate|create|make|come up with|think of|suggest|recommend|give|"
+    r"send|tell|teach|quiz|share with)\s+(?:me|us)\b"
+    r"|(?:write|compose|draft|generate|come up with|think of|suggest|recommend)\s+"
+    r"(?:a|an|some|one|two|three|five|ten|\d+)\s"
+    r"|(?:translate|explain|brainstorm)\b"
+    r"|(?:what|why|how|who|which)\b[^?]*\?$)")
+_ZH_WRITING = re.compile(
+    r"^(?:請|请|麻煩|麻烦|你)?(?:幫我|帮我|替我|為我|为我)?(?:"
+    r"(?:寫|写|作|創作|创作|生成|編|编|想)(?:一|幾|几|個|个|首|篇|段|則|则|份|些|點|点|句)"
+    r"|(?:給我|给我|告訴我|告诉我|講|讲|說|说)(?:一|幾|几|個|个|首|篇|段|則|则|句|些|點|点)"
+    r"|推薦|推荐|建議|建议|翻譯|翻译|解釋|解释"
+    # what was asked for, when the parser took 給我 off the task: 一句名言, 一首詩
+    r"|(?:一|幾|几|兩|两|三|五)(?:首|篇|段|則|则|句))")
+# What a news digest does not do: translate, analyse, explain, compare, predict, comment, write.
+_EN_BEYOND_DIGEST = re.compile(
+    r"\b(?:translate|translated|translation|into (?:french|german|spanish|japanese|korean|"
+    r"italian|portuguese|russian|arabic|hindi|vietnamese|thai|indonesian|dutch)|analy[sz]e|"
+    r"analysis|explain|compare|comparison|predict|prediction|forecast|opinion|comment on|"
+    r"critique|poem|haiku|limerick|joke|why|implications?|what it means)\b")
+_ZH_BEYOND_DIGEST = re.compile(
+    r"翻譯|翻译|譯成|译成|翻成|[法德日韓韩西俄義义]文|分析|解釋|解释|比較|比较|預測|预测|評論|评论|"
+    r"點評|点评|詩|诗|笑話|笑话|為什麼|为什么|影響|影响")
+
+
+def asks_to_be_reminded(said: str) -> bool:
+    """Whether the sentence asks to be reminded ("remind me to …", 提醒我, 叫我, 記得 …)."""
+    folded = _fold(said)
+    return bool(_EN_REMIND.search(folded) or _ZH_REMIND.search(folded))
+
+
+def asks_for_writing(task: str) -> bool:
+    """Whether the task asks for something written or told ("write me a haiku", "tell me a
+    joke", "翻譯這句話", "給我一句名言"), which only a model produces."""
+    folded = _fold(task).strip()
+    return bool(_EN_WRITING.search(folded) or _ZH_WRITING.search(_SPACE.sub("", folded)))
+
+
+def asks_more_than_a_digest(task: str) -> bool:
+    """Whether a news request asks for what a digest does not do ("translate the top story
+    into French", "分析財經新聞")."""
+    folded = _fold(task)
+    return bool(_EN_BEYOND_DIGEST.search(folded) or _ZH_BEYOND_DIGEST.search(folded))
 
 
 def action_of_kind(kind: Kind, text: str, *, language: Language | None = None,
@@ -147,7 +218,7 @@ _EN_CONTINUE = frozenset({
     "and", "then", "or", "but", "so", "to", "with", "at", "before", "after", "by", "via", "as",
     "today", "tonight", "this", "every", "each", "daily", "please", "me", "us",
     "summary", "summaries", "digest", "briefing", "brief", "roundup", "recap", "update",
-    "updates", "highlights", "stories", "headlines", "headline",
+    "updates", "highlights", "stories", "story", "headlines", "headline",
 })
 # After these, a topic may follow: "news about the stock market".
 _EN_ABOUT = frozenset({"about", "on", "from", "in", "of", "regarding", "concerning", "around"})
@@ -163,6 +234,8 @@ _EN_VERBS = frozenset({
     "summarize", "summarise", "sum", "digest", "recap", "read", "get", "fetch", "brief",
     "check", "catch", "collect", "gather", "compile", "prepare", "round", "list", "follow",
     "track", "monitor", "scan", "review", "skim", "browse", "what's", "whats",
+    # asking for more than a digest does (a prompt with a model, a digest without one)
+    "translate", "analyze", "analyse", "explain", "compare", "critique",
     # nouns that head a request: "a summary of the news"
     "summary", "summaries", "briefing", "roundup", "rundown", "overview",
 })
@@ -227,6 +300,9 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
 
+# "把 <news> <verb>": the verb comes after the news ("把國際新聞翻譯成法文").
+_ZH_BA = ("把", "將", "将")
+_ZH_BA_VERBS = _words("翻譯 翻译 分析 解釋 解释 整理 總結 总结 摘要 彙整 汇整 點評 点评")
 _ZH_NEWS = ("新聞", "新闻", "頭條", "头条", "要聞", "要闻", "快訊", "快讯", "時事", "时事")
 _ZH_WEAK_NEWS = ("資訊", "资讯", "消息")  # news only right after a topic: "科技資訊"
 _ZH_CONTINUE = (*_words(
@@ -234,18 +310,19 @@ _ZH_CONTINUE = (*_words(
     "精选 整理 總結 总结 報告 报告 懶人包 懒人包 一覽 一览 給 给 "
     "並 并 和 與 与 跟 及 然後 然后 再 吧 嗎 吗 呢 了 的 傳 传 寄 "
     "發給 发给 到"
-), *_ZH_NEWS, *_ZH_WEAK_NEWS)
+), *_ZH_BA_VERBS, *_ZH_NEWS, *_ZH_WEAK_NEWS)
 _ZH_MODIFIERS = _words(
     "的 最新 今日 今天 當日 当日 當天 当天 每日 每天 本日 早上 "
     "晚上 早間 早间 晚間 晚间 重要 熱門 热门 主要 重大 即時 即时 "
     "一下 和 與 与 跟 及 或 、 相關 相关 關於 关于 有關 有关 "
-    "一些 最近 近期 重點 重点"
+    "一些 最近 近期 重點 重点 本週 本周 這週 这周 這星期 这星期"
 )
 _ZH_VERBS = _words(
     "總結 总结 整理 摘要 彙整 汇整 匯總 汇总 歸納 归纳 看 讀 读 "
     "閱讀 阅读 瀏覽 浏览 查 查看 報告 报告 播報 播报 推送 推播 "
     "給我 给我 告訴我 告诉我 收集 蒐集 搜集 提供 列出 關注 关注 "
-    "追蹤 追踪 簡報 简报 講 讲 說 说 唸 念"
+    "追蹤 追踪 簡報 简报 講 讲 說 说 唸 念 "
+    "翻譯 翻译 分析 解釋 解释 點評 点评 評論 评论"
 )
 # Sending (發, 傳, 寄 ...) is a request only when the news goes to the user: "發新聞給我".
 _ZH_TO_USER = ("給我", "给我")
@@ -277,8 +354,9 @@ def _chinese_clause(clause: str) -> NewsRequest | None:
         before, topics = _strip_modifiers(clause[:at])
         if word in _ZH_WEAK_NEWS and not _ends_with_topic(clause[:at]):
             continue  # 回覆他的消息, 整理資訊
-        if before and not before.endswith(_ZH_VERBS) and not rest.startswith(_ZH_TO_USER):
-            continue  # 告訴媽媽新聞, 寄新聞給老闆
+        if before and not before.endswith(_ZH_VERBS) and not rest.startswith(_ZH_TO_USER) and \
+                not (before.endswith(_ZH_BA) and rest.startswith(_ZH_BA_VERBS)):
+            continue  # 告訴媽媽新聞, 寄新聞給老闆 (but 把國際新聞翻譯成法文)
         return NewsRequest(topics[0] if topics else None)
     return None
 

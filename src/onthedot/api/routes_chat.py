@@ -58,9 +58,10 @@ class ToolCallOut(BaseModel):
 
 
 class ChatResponse(BaseModel):
-    reply: str = Field(description="the answer, in the user's language",
+    reply: str = Field(description="the answer, in the user's language; for a new task: when, "
+                       "what each run does and where each result goes",
                        examples=["好的，已排定：每天 08:00（Asia/Taipei）會為你整理財經新聞摘要，"
-                                 "下次執行 2026-06-23 08:00。"])
+                                 "寄到收件匣，下次執行 2026-06-23 08:00。"])
     decided_by: Literal["parser", "model"]
     dry_run: bool
     jobs: list[JobOut] = Field(description="jobs created or changed by this message")

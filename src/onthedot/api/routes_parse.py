@@ -77,7 +77,7 @@ async def parse(body: ParseRequest, rt: RuntimeDep, user: UserDep) -> ParseRespo
     action = None
     if result.task:
         action = choose_action(result.task, model_configured=bool(rt.settings.llm_base_url),
-                               language=result.language, timezone=tz).action
+                               language=result.language, timezone=tz, said=body.text).action
     return ParseResponse(
         language=result.language,
         job_params=JobParamsOut(type=params.type, time=params.time, schedule=params.schedule,

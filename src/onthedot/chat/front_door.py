@@ -9,14 +9,20 @@ confirmation before deleting or moving one, and never creates a task. A call tha
 Who decides a new task:
 
 * no model configured (``llm_base_url`` unset): the offline parser ``onthedot.nl`` reads the
-  sentence and ``actions.choice`` picks the action from its task (a news digest when it asks for
-  news, else a reminder); the job is created through the service and the answer is
-  ``render_confirmation`` in the language of the sentence, saying which. What it cannot read
+  sentence and ``actions.choice`` picks the action from its task and the whole sentence (a news
+  digest when it asks for news, else a reminder); the job is created through the service and
+  the answer is ``render_confirmation`` in the language of the sentence. What it cannot read
   exactly is a ``ParseError`` (HTTP 422) whose ``field`` is the fragment it could not read; it
   never guesses.
-* a model configured: the model gets the MCP tools (same schemas, same handlers, same user) and
-  decides what to call (``create_task`` makes the task a prompt it carries out at fire time);
-  its last message is the answer.
+* a model configured: the model gets the MCP tools (same schemas, same handlers, same user, and
+  the user's sentence on the ``Caller``) and decides what to call. ``create_task`` chooses the
+  action as the parser path does (a reminder stays a reminder, news a digest; a ``prompt`` only
+  for what only a model can do). The answer to a created task is the tool's confirmation, not
+  the model's words; otherwise the model's last message.
+
+Either way the answer to a new task says when it runs, what each run does and where each result
+goes, and "… by email" in the sentence becomes an e-mail channel or a sentence saying why not
+(``chat.where``).
 
 ``dry_run`` creates and changes nothing: the parser path reports what it understood, and over
 the model path every changing tool answers with what it would have done.
@@ -25,7 +31,7 @@ the model path every changing tool answers with what it would have done.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -33,12 +39,14 @@ from onthedot import nl
 from onthedot.actions.choice import Choice, choose_action
 from onthedot.chat.intents import IntentKind, recognise, yes_or_no
 from onthedot.chat.manage import Managed, Manager
+from onthedot.chat.where import Where, where_results_go
 from onthedot.config import Settings
 from onthedot.domain.errors import ValidationError
 from onthedot.llm import ChatModel, run_with_tools
 from onthedot.mcp.registry import ArgumentError, Caller, ToolRegistry, ToolResult
 from onthedot.mcp.server import server_instructions
 from onthedot.mcp.tools import build_registry
+from onthedot.nl.channels import asks_for_email, read_channels
 from onthedot.nl.lang import detect
 from onthedot.schedule.local import load_timezone
 from onthedot.service import JobService, JobSpec, JobView
@@ -118,22 +126,27 @@ class FrontDoor:
                          idempotency_key: str | None) -> ChatAnswer:
         now = self.service.clock.now()
 
-        def understand() -> tuple[nl.ParseResult, dict[str, Any], Choice, str]:
-            result = nl.parse(message, now=now, timezone=tz)
-            if not result.task:
-                raise ValidationError(_NO_TASK[result.language], code="missing_task",
+        def understand() -> tuple[nl.ParseResult, dict[str, Any], Choice, Where, str]:
+            parsed = nl.parse(message, now=now, timezone=tz)
+            if not parsed.task:
+                raise ValidationError(_NO_TASK[parsed.language], code="missing_task",
                                       field="message", expected="what to do, in the same "
                                       "sentence as when, e.g. 每天早上八點幫我總結財經新聞")
-            # This path runs only without a model, so the choice is a digest or a reminder.
-            choice = choose_action(result.task,
+            asked = read_channels(parsed.task)  # "… by email" is where, not what
+            result = replace(parsed, task=asked.text)
+            if not asked.email:  # said elsewhere in the sentence ("… at 9am by email")
+                asked = asks_for_email(message)
+            where = where_results_go(asked, self.settings, result.language)
+            choice = choose_action(result.task, said=message,
                                    model_configured=bool(self.settings.llm_base_url),
                                    language=result.language)
-            return (result, result.to_dict(), choice,
-                    nl.render_confirmation(result, now, doing=choice.doing))
+            reply = nl.render_confirmation(result, now, doing=choice.doing,
+                                           notify=where.notify) + where.note
+            return result, result.to_dict(), choice, where, reply
 
         # Reading the sentence is CPU work: off the event loop (onthedot.nl.offload).
-        result, understood, choice, reply = await nl.off_loop(understand)
-        spec = JobSpec(action=choice.action, params=result.job_params,
+        result, understood, choice, where, reply = await nl.off_loop(understand)
+        spec = JobSpec(action=choice.action, params=result.job_params, notify=where.notify,
                        # a digest has no text of its own to name the job after
                        name=result.task if choice.kind == "news_digest" else None)
         if dry_run:
@@ -153,7 +166,10 @@ class FrontDoor:
         model = ChatModel(self.settings.llm_base_url, self.settings.llm_model,
                           self.settings.llm_api_key)
         registry = build_registry(tz)
-        caller = Caller(service=self.service, user_id=user_id, timezone=tz, dry_run=dry_run)
+        language = detect(message, tz)
+        where = where_results_go(asks_for_email(message), self.settings, language)
+        caller = Caller(service=self.service, user_id=user_id, timezone=tz, dry_run=dry_run,
+                        said=message, notify=tuple(where.notify))
         calls: list[dict[str, Any]] = []
 
         async def execute(name: str, raw_arguments: str) -> str:
@@ -176,9 +192,18 @@ class FrontDoor:
         ]
         reply = await run_with_tools(model, messages, registry.openai_tools(), execute)
         jobs = _changed_jobs(calls, registry)
-        if not reply:  # a model that only called tools: say what was done, never nothing
-            reply = " ".join(c["result"].get("confirmation", "") for c in calls).strip() or (
-                "OK." if jobs else "")
+        # A new task is confirmed in the server's words, which name its action and channels
+        # exactly; the model's own sentence could say anything.
+        created = [c["result"] for c in calls if c["name"] == "create_task" and c["ok"]
+                   and c["result"].get("confirmation")]
+        if created:
+            reply = " ".join(r["confirmation"] for r in created)
+            if not any(_emails(r) for r in created):
+                reply += where.note  # e-mail asked for and not possible: say where it goes
+            if dry_run:
+                reply += _DRY_RUN_NOTE[language]
+        elif not reply:  # a model that only called tools: say what was done, never nothing
+            reply = "OK." if jobs else ""
         return ChatAnswer(reply=reply, decided_by="model", dry_run=dry_run, jobs=jobs,
                           tool_calls=calls)
 
@@ -191,6 +216,12 @@ def _managed(managed: Managed, dry_run: bool) -> ChatAnswer:
         candidates=[_job(v) for v in managed.candidates],
         run=None if managed.run is None else RunOut.of(managed.run).model_dump(mode="json"),
         confirmation_token=managed.token, confirmation_expires_at=managed.expires_at)
+
+
+def _emails(created: dict[str, Any]) -> bool:
+    """Whether a create_task result's task sends e-mail."""
+    task = created.get("task") or created.get("would_create") or {}
+    return any(c.get("channel") == "email" for c in task.get("notify") or [])
 
 
 def _job(view: JobView) -> dict[str, Any]:
@@ -206,6 +237,9 @@ def _system_prompt(tz: str, now: datetime, dry_run: bool) -> str:
               "they already have: find it with list_tasks and use update_task, pause_task, "
               "resume_task, delete_task, run_task_now or get_task. Never call create_task for "
               "such a request; if no task matches, or several do, say so and ask which. "
+              "For create_task, leave kind out unless the user named one: the server chooses "
+              "it from the user's words; pass notify_email only with an address the user "
+              "wrote. "
               "Answer in the user's language, in one or two sentences: what was scheduled or "
               "changed and when it next runs (next_run_at of the tool result, in the user's "
               "timezone).")

@@ -42,6 +42,7 @@ from onthedot.delivery.render import output_text
 from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
 from onthedot.domain.models import JobParams, JobRun, RunStatus
 from onthedot.nl.parts import Language
+from onthedot.nl.reply import channel_words
 from onthedot.service import JobPatch, JobService, JobView
 
 MAX_TASKS_SCANNED = 500  # tasks a request is matched against (newest first)
@@ -182,7 +183,9 @@ class Manager:
                            lang, candidates=[view])
         run = await self.service.run_job_now(user_id, view.job.job_id)
         after = await self.service.get_job(user_id, view.job.job_id)
-        return Managed(say("running", lang, name=name), "run_now", lang, changed=[after],
+        return Managed(say("running", lang, name=name,
+                           where=channel_words(after.job.notify, lang)), "run_now", lang,
+                       changed=[after],
                        run=run)
 
     async def _last_result(self, user_id: str, view: JobView, lang: Language) -> Managed:

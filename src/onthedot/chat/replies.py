@@ -81,10 +81,10 @@ _TEXTS: dict[str, tuple[str, str, str]] = {
         "{name}已經{status}，無法恢復。",
         "{name}已经{status}，无法恢复。",
     ),
-    "running": (
-        "OK, running {name} now; the result will be in its runs and your inbox.",
-        "好的，現在執行{name}，結果會出現在執行紀錄和收件匣。",
-        "好的，现在执行{name}，结果会出现在执行记录和收件箱。",
+    "running": (  # {where}: nl.reply.channel_words of the task's channels
+        "OK, running {name} now{where}; the result will also be in its runs.",
+        "好的，現在執行{name}{where}；結果也會出現在執行紀錄。",
+        "好的，现在执行{name}{where}；结果也会出现在执行记录。",
     ),
     "last_ok": (
         "The last result of {name} ({at}): {text}",

@@ -69,6 +69,11 @@ class Caller:
     dry_run: bool = False  # mutating tools describe what they would do and change nothing
     # The token's scopes (onthedot.api.auth): a tool that is not read-only needs "write".
     scopes: frozenset[str] = frozenset({"read", "write", "admin"})
+    # The chat front door's model path: the person's sentence (its reminder and e-mail words
+    # choose the action and channels of a new task, as on the parser path) and the channels
+    # it asked for, used when the model passes no notify_* argument.
+    said: str | None = None
+    notify: tuple[dict[str, Any], ...] | None = None
 
 
 Handler = Callable[[dict[str, Any], Caller], Awaitable[dict[str, Any]]]

@@ -101,9 +101,10 @@ CREATE = result_schema(
                                    "job_params": {"type": "object"}},
                     "required": ["matched", "task", "job_params"]},
      "confirmation": {"type": "string", "description": "one sentence for the user, in their "
-                      "language"}},
-    ("created", "task", "kind"),
+                      "language: when, what each run does, where results go"}},
+    ("created", "task", "kind", "confirmation"),
     dry_run={"created": {"const": False}, "kind": STRING, "understood": {"type": "object"},
+             "confirmation": STRING,
              "would_create": {"type": "object", "properties": {
                  "next_runs": {"type": "array", "items": STRING}}}})
 LIST_TASKS = result_schema({"tasks": {"type": "array", "items": TASK},

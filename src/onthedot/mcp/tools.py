@@ -9,10 +9,14 @@ Where results go is given flat too: ``notify_inbox`` (default true), ``notify_em
 ``notify_webhook`` and ``notify_webhook_format`` become the job's ``notify`` list; on
 ``update_task`` each one changes only its own channel ("" removes an address or URL).
 
-What a task does is chosen from its text unless ``kind`` says (``actions.choice``): with a
-model configured, a ``prompt`` the model carries out at fire time; without one, a
-``news_digest`` when the text asks for news ("總結財經新聞" -> finance), else a ``message``
-reminder. ``update_task`` with new text keeps the task's kind; a ``kind`` switches it.
+What a task does is chosen from its text unless ``kind`` says (``actions.choice``): a
+``news_digest`` when the text asks for news ("總結財經新聞" -> finance), a ``message`` reminder
+for a reminder or an errand, and, only with a model configured, a ``prompt`` when the text asks
+for something written or told ("write me a haiku") or for more than a digest does ("translate
+the top story into French"). The same words choose the same action with and without a model,
+except those two. ``update_task`` with new text keeps the task's kind; a ``kind`` switches it.
+``create_task`` answers with a ``confirmation`` that says when, what each run does and where
+the results go.
 
 The time of a task is given as exactly one of ``when`` (natural language, read by
 ``onthedot.nl`` in the task's timezone), ``schedule`` (cron, RRULE or VEVENT), ``time`` (ISO 8601)
@@ -31,6 +35,7 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
 
 from mcp.types import ToolAnnotations
 
@@ -42,8 +47,10 @@ from onthedot.domain.models import JobParams, default_notify
 from onthedot.mcp import results
 from onthedot.mcp.registry import Caller, ToolDef, ToolError, ToolRegistry
 from onthedot.mcp.zones import check_region
+from onthedot.nl.channels import read_channels
 from onthedot.nl.lang import detect
 from onthedot.nl.parts import Language
+from onthedot.nl.reply import Doing
 from onthedot.schedule import compile_schedule, run_bounded
 from onthedot.schedule.local import load_timezone
 from onthedot.service import JobPatch, JobSpec, JobView
@@ -120,8 +127,10 @@ def _time_properties(timezone_default: str | None) -> dict[str, Any]:
 
 def _what_properties(*, on_update: bool) -> dict[str, Any]:
     auto = ("Omitted: the task keeps its kind (new task text changes its text)." if on_update
-            else "Default auto: prompt if the server has a model, else news_digest when the "
-                 "task asks for news, else message.")
+            else "Default auto: news_digest when the task asks for news, message for a "
+                 "reminder or an errand, prompt (only with a model on the server) when it asks "
+                 "for something written or told, or for more than a digest does. Leave it out "
+                 "unless the user named the kind.")
     title = "Omitted: unchanged." if on_update else "Default: the start of the task text."
     task = ("New words for what the task does; its kind is kept. Omitted: unchanged."
             if on_update else "What to do when it fires: the prompt or message, e.g. "
@@ -276,10 +285,12 @@ def _webhook_action(text: str | None, webhook_url: str) -> dict[str, Any]:
     return action
 
 
-def _choice(text: str, kind: Kind | None, caller: Caller, language: Language) -> Choice:
-    """The action for ``text``: of ``kind``, or chosen from the words (docs/mcp.md)."""
+def _choice(text: str, kind: Kind | None, caller: Caller, language: Language,
+            said: str | None = None) -> Choice:
+    """The action for ``text``: of ``kind``, or chosen from the words (docs/mcp.md); ``said``
+    is the whole sentence the task came from, when there is one."""
     if kind is None:
-        return choose_action(text, language=language,
+        return choose_action(text, language=language, said=said,
                              model_configured=bool(caller.service.settings.llm_base_url))
     try:
         return action_of_kind(kind, text, language=language)
@@ -289,7 +300,7 @@ def _choice(text: str, kind: Kind | None, caller: Caller, language: Language) ->
 
 
 def _new_choice(args: Mapping[str, Any], text: str | None, caller: Caller,
-                language: Language) -> Choice | None:
+                language: Language, said: str | None = None) -> Choice | None:
     """The chosen action, or None for a webhook (the caller gave its URL)."""
     kind = _explicit_kind(args)
     if args.get("webhook_url") is not None:
@@ -298,7 +309,7 @@ def _new_choice(args: Mapping[str, Any], text: str | None, caller: Caller,
         raise ToolError("what should the task do?", code="missing_argument", field="task",
                         expected='the task text, e.g. "summarize the financial news" '
                                  '(or a webhook_url)')
-    return _choice(text, kind, caller, language)
+    return _choice(text, kind, caller, language, said)
 
 
 def _changed_action(current: dict[str, Any], fallback_text: str, args: Mapping[str, Any],
@@ -448,20 +459,27 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         raise ToolError("create_task needs the time of the task", code="missing_argument",
                         field="when", expected=TIME_EXPECTED)
     text = args.get("task") or (plan.parsed.task if plan.parsed else None)
+    if text and caller.said is not None:  # chat: its e-mail words became caller.notify
+        text = read_channels(text).text
     fields = _fields(plan.arg, kind_given=_explicit_kind(args) is not None)
     notify = _new_notify(args)
-    # The task's language: the sentence's when the task came from `when`, else its own words'.
-    language = (plan.parsed.language if plan.parsed and not args.get("task")
+    if notify is None:
+        notify = default_notify() if caller.notify is None else [dict(c) for c in caller.notify]
+    # The task's language: the chat sentence's, else the sentence's when the task came from
+    # `when`, else its own words'.
+    from_when = plan.parsed is not None and not args.get("task")
+    language = (detect(caller.said, timezone) if caller.said
+                else plan.parsed.language if plan.parsed is not None and from_when
                 else detect(text or "", timezone))
-    choice = _new_choice(args, text, caller, language)
+    said = caller.said or (args["when"] if from_when else None)
+    choice = _new_choice(args, text, caller, language, said)
     name = args.get("title")
     if choice is not None and choice.kind == "news_digest" and not name:
         name = text  # a digest has no text of its own to name the job after
     params = replace(plan.params, flexible_window_seconds=args.get("flexible_window_seconds", 0))
     spec = JobSpec(action=_webhook_action(text, args["webhook_url"]) if choice is None
                    else choice.action, params=params, name=name,
-                   misfire_policy=args.get("misfire_policy", "run_late"),
-                   notify=default_notify() if notify is None else notify)
+                   misfire_policy=args.get("misfire_policy", "run_late"), notify=notify)
     understood = None if plan.parsed is None else replace(plan.parsed, task=text or "")
     out: dict[str, Any] = {"kind": "webhook" if choice is None else choice.kind}
     if understood is not None:
@@ -475,13 +493,27 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
             raise
         return {"created": False, "dry_run": True, **out, "would_create": {
             "name": spec.name, "action": spec.action, "job_params": spec.params.to_dict(),
-            "notify": spec.notify, "next_runs": runs}}
+            "notify": spec.notify, "next_runs": runs},
+            "confirmation": _confirmation(spec, choice, text, language, now, understood,
+                                          caller.said is not None)}
     view, created = await _mapped(caller.service.create_job(
         caller.user_id, spec, args.get("idempotency_key")), fields)
-    if understood is not None:
-        out["confirmation"] = nl.render_confirmation(
-            understood, now, doing=None if choice is None else choice.doing)
+    out["confirmation"] = _confirmation(spec, choice, text, language, now, understood,
+                                        caller.said is not None)
     return {"created": created, "task": _render(view), **out}
+
+
+def _confirmation(spec: JobSpec, choice: Choice | None, text: str | None, language: Language,
+                  now: datetime, understood: nl.ParseResult | None, chat: bool) -> str:
+    """The sentence that confirms a new task: when, what each run does, where results go. In
+    the language of ``when`` when the time came from it, else (and always in chat, where
+    ``language`` is the person's sentence's) in ``language``."""
+    read = understood or nl.ParseResult(job_params=spec.params, task=text or "", matched="",
+                                        now=now, language=language)
+    doing = (choice.doing if choice is not None
+             else Doing("webhook", text=urlsplit(str(spec.action.get("url", ""))).hostname or ""))
+    return nl.render_confirmation(read, now, language=language if chat else None, doing=doing,
+                                  notify=spec.notify)
 
 
 async def list_tasks(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -597,9 +629,10 @@ def build_registry(default_timezone: str) -> ToolRegistry:
                 "weekday at 9am\", \"每天早上八點\"; easiest), schedule (cron or RRULE), time "
                 "(ISO 8601) or in ({\"minutes\": 15}); null means not given. when=\"now\" "
                 f"runs it at once. timezone defaults to {tz}. With when, task defaults to the "
-                "rest of the sentence. The task becomes a prompt a model carries out (if the "
-                "server has a model), else a news digest when it asks for news, else a "
-                "reminder; kind picks one."),
+                "rest of the sentence. The server chooses what the task does from its words "
+                "(a news digest, a reminder, or a prompt when a model is configured and the "
+                "words ask for something written); kind overrides that. The result's "
+                "confirmation says when, what and where, in the user's language."),
             input_schema=_object({**_what_properties(on_update=False), **_time_properties(tz),
                                   **_option_properties(on_update=False), "idempotency_key": _text(
                                       "Retrying with the same key returns the task created "

@@ -130,7 +130,8 @@ class JobCreate(_Request):
     def to_spec(self, default_timezone: str) -> JobSpec:
         return JobSpec(
             action=self.action.model_dump(), params=self.job_params.to_domain(default_timezone),
-            name=self.name, retry_policy=(self.retry_policy or RetryPolicyIn()).over(RetryPolicy()),
+            name=self.name, retry_policy=(RetryPolicy() if self.retry_policy is None
+                                          else self.retry_policy.over(RetryPolicy())),
             misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds,
             notify=default_notify() if self.notify is None else [
                 c.to_domain() for c in self.notify])

@@ -66,7 +66,13 @@ router = APIRouter(prefix="/v1", responses=COMMON_PROBLEMS, route_class=StrictJs
 _bearer = HTTPBearer(auto_error=False, description="a token from `onthedot token create`")
 
 
-def runtime_of(request: Request) -> Runtime:
+async def runtime_of(request: Request) -> Runtime:
+    # async: FastAPI runs a plain function dependency in its thread pool, a hand-off that
+    # cost about a sixth of a create's CPU.
+    return _runtime(request)
+
+
+def _runtime(request: Request) -> Runtime:
     return cast(Runtime, request.app.state.runtime)
 
 
@@ -75,7 +81,7 @@ async def current_user(
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> str:
-    runtime = runtime_of(request)
+    runtime = _runtime(request)
     principal = await resolve_request_principal(
         runtime.store, runtime.settings, authorization, request.url.hostname or "",
         request.headers.get("origin"), runtime.clock.now())
@@ -114,19 +120,20 @@ PageToken = Annotated[str | None, Query(description="next_page_token of the prev
              responses={200: {"model": JobOut, "description": "replay of an Idempotency-Key"},
                         **_problems(409, 429)})
 async def create_job(
-    body: JobCreate, response: Response, rt: RuntimeDep, user: UserDep,
+    body: JobCreate, rt: RuntimeDep, user: UserDep,
     idempotency_key: Annotated[str | None, Header(
         alias="Idempotency-Key", min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS,
         description="the same key with the same body returns the original job (200); with a "
                     "different body it is a 409")] = None,
-) -> JobOut:
+) -> Response:
     """Create an immediate, one-time or recurring job."""
     spec = body.to_spec(rt.settings.default_timezone)
     view, created = await rt.service.create_job(user, spec, idempotency_key)
-    if not created:
-        response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = f"/v1/jobs/{view.job.job_id}"
-    return JobOut.of(view)
+    # The JobOut we built is written as it is: FastAPI would validate it again against the
+    # response model before writing it (the same bytes, about a tenth of a create's CPU).
+    return Response(JobOut.of(view).model_dump_json().encode(), media_type="application/json",
+                    status_code=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+                    headers={"Location": f"/v1/jobs/{view.job.job_id}"})
 
 
 BATCH_PATH = "/v1/jobs:batch"

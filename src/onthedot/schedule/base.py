@@ -112,6 +112,12 @@ class WallClockSchedule(ABC):
         # Validation asks for the first occurrence after now (off the event loop, under a
         # budget); the service then asks the same question of the same cached object.
         self._recent: dict[datetime, datetime | None] = {}
+        # The last answer as (after, first occurrence after it): no occurrence lies between
+        # the two, so it answers every instant in that span too (an answer of None is not
+        # reused: a later start may reach past the search horizon). Creates share a cached
+        # schedule (compiler._compile_shared) and each asks from its own `now`, all of them
+        # usually inside one such span. One tuple, so another thread reads it whole.
+        self._span: tuple[datetime, datetime | None] | None = None
 
     @abstractmethod
     def walls_after(self, wall: datetime) -> Iterator[datetime]:
@@ -135,6 +141,9 @@ class WallClockSchedule(ABC):
 
     def next_after(self, after: datetime) -> datetime | None:
         key = require_aware(after, "after")
+        span = self._span
+        if span is not None and span[1] is not None and span[0] <= key < span[1]:
+            return span[1]
         try:  # one atomic read: another thread may clear the dict at any time
             return self._recent[key]
         except KeyError:
@@ -143,6 +152,7 @@ class WallClockSchedule(ABC):
         if len(self._recent) >= _REMEMBERED:
             self._recent.clear()
         self._recent[key] = found
+        self._span = (key, found)
         return found
 
     def next_at_or_after(self, t: datetime) -> datetime | None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from datetime import datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from itertools import islice, pairwise
 from zoneinfo import ZoneInfo
 
 from dateutil.rrule import DAILY
 
 from onthedot.domain.errors import ScheduleError
-from onthedot.domain.models import Job, JobParams
+from onthedot.domain.models import Job, JobParams, JobType
 from onthedot.schedule.base import (
     NoOccurrences,
     Schedule,
@@ -68,8 +68,11 @@ def compile_schedule(
     ``past_grace_seconds`` in the past (``time_in_past``) and that a recurring schedule has an
     occurrence after ``now`` (``no_future_occurrence``).
 
-    Compiled schedules are immutable and cached by (params, anchor, minimum interval): the service
-    compiles the same job again for each occurrence.
+    Compiled schedules are immutable and cached, in two bounded LRUs: by form (job type, time or
+    schedule text, timezone, minimum interval) when neither the schedule nor its verdict depends
+    on the anchor (immediate, one-time, and cron whose time fields settle the minimum
+    interval), so every job created with that form shares one compile; otherwise by (params,
+    anchor, minimum interval), as the service compiles the same job again for each occurrence.
 
     The work runs under the active budget, or under a new one of ``VALIDATION_STEPS``; a
     schedule that needs more is refused with ``schedule_too_complex``.
@@ -121,8 +124,43 @@ def _validated(
     return schedule
 
 
-@functools.lru_cache(maxsize=4096)
+SHARED_CACHE_SIZE = 4096  # compiled forms kept per process (a few KB each at most)
+ANCHORED_CACHE_SIZE = 4096  # compiled (params, anchor) pairs kept per process
+
+
 def _compile(params: JobParams, anchor: datetime, min_interval_seconds: float) -> Schedule:
+    shared = _compile_shared(params.type, params.time, params.schedule, params.timezone,
+                             min_interval_seconds)
+    return shared if shared is not None else _compile_anchored(params, anchor,
+                                                               min_interval_seconds)
+
+
+@functools.lru_cache(maxsize=SHARED_CACHE_SIZE)
+def _compile_shared(job_type: JobType, time_text: str | None, schedule_text: str | None,
+                    timezone: str, min_interval_seconds: float) -> Schedule | None:
+    """The schedule of a form that compiles to the same schedule, with the same verdict, at any
+    anchor; None for one that depends on it (a rule's implicit DTSTART, a cron expression whose
+    gaps take iterating from the anchor). Keyed by the form as written, its timezone included:
+    the same text in two timezones is two entries. An invalid form raises and is not cached."""
+    if job_type == "recurring":
+        if not schedule_text or not schedule_text.strip() or len(
+                schedule_text) > MAX_SCHEDULE_CHARS or not looks_like_cron(schedule_text):
+            return None  # the anchored compile reads it, or says what is wrong with it
+        if looks_like_calendar(schedule_text):
+            return None
+        tz = load_timezone(timezone, field=TIMEZONE_FIELD)
+        cron = CronSchedule(schedule_text, tz)
+        if min_interval_seconds > 0 and not _cron_settled_by_fields(cron, min_interval_seconds):
+            return None
+        return cron
+    params = JobParams(type=job_type, time=time_text, schedule=schedule_text, timezone=timezone)
+    return _compile_at(params, _NO_ANCHOR, min_interval_seconds)
+
+
+_NO_ANCHOR = datetime(2000, 1, 1, tzinfo=UTC)  # immediate and one-time schedules ignore it
+
+
+def _compile_at(params: JobParams, anchor: datetime, min_interval_seconds: float) -> Schedule:
     tz = load_timezone(params.timezone or "", field=TIMEZONE_FIELD)
     if params.type == "immediate":
         return NoOccurrences()
@@ -143,6 +181,9 @@ def _compile(params: JobParams, anchor: datetime, min_interval_seconds: float) -
         field=TYPE_FIELD,
         expected='one of "immediate", "one-time", "recurring"',
     )
+
+
+_compile_anchored = functools.lru_cache(maxsize=ANCHORED_CACHE_SIZE)(_compile_at)
 
 
 def _compile_recurring(

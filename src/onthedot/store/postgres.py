@@ -482,18 +482,15 @@ class PostgresStore(SharedReads):
         if quota_users(items):
             return await self._jobs_insert_within_quota(items)
         plan = InsertPlan.of(items)
-        now = self.clock.now()
-        rows = [_insert_row(i, now) for i in plan.offered]
         # One statement is one transaction (autocommit): all of it or none of it. Reading the
         # holders of keys afterwards is what job_create does too: the holder is committed.
         found = await self._all(Q["jobs_insert_many"], {
-            "jobs": json.dumps(rows, ensure_ascii=False), "channel": self.channel})
+            **_insert_columns(plan.offered, self.clock.now()), "channel": self.channel})
         created = {str(r["job_id"]) for r in found}
         holders: dict[tuple[str, str], Job] = {}
         keys = plan.keys_to_read(created)
         if keys:
-            for row in await self._all(Q["jobs_by_idempotency_keys"],
-                                       {"keys": json.dumps(keys, ensure_ascii=False)}):
+            for row in await self._all(Q["jobs_by_idempotency_keys"], _key_columns(keys)):
                 holders[(row["user_id"], row["idempotency_key"])] = job_from_row(row)
         return plan.results(created, holders)
 
@@ -967,9 +964,7 @@ class PostgresStore(SharedReads):
             created: set[str] = set()
             if plan.offered:
                 cur = await conn.execute(Q["jobs_insert_many"], {
-                    "jobs": json.dumps([_insert_row(i, now) for i in plan.offered],
-                                       ensure_ascii=False),
-                    "channel": self.channel})
+                    **_insert_columns(plan.offered, now), "channel": self.channel})
                 created = {str(r["job_id"]) for r in await cur.fetchall()}
             holders = await self._holders(conn, plan.keys_to_read(created))
         return split.results(items, plan.results(created, holders))
@@ -978,8 +973,7 @@ class PostgresStore(SharedReads):
     async def _holders(conn: Conn, keys: list[tuple[str, str]]) -> dict[tuple[str, str], Job]:
         if not keys:
             return {}
-        cur = await conn.execute(Q["jobs_by_idempotency_keys"],
-                                 {"keys": json.dumps(keys, ensure_ascii=False)})
+        cur = await conn.execute(Q["jobs_by_idempotency_keys"], _key_columns(keys))
         return {(r["user_id"], r["idempotency_key"]): job_from_row(r)
                 for r in await cur.fetchall()}
 
@@ -1196,20 +1190,52 @@ def _job_params(job: Job) -> dict[str, Any]:
     return params
 
 
-def _insert_row(item: JobInsert, now: datetime) -> dict[str, Any]:
-    """One element of jobs_insert_many's JSON: job_create's parameters, timestamps as text
-    (PostgreSQL reads the codec's ISO form), and what job_create decides about the run."""
-    row = job_to_params(item.job)
-    run = item.first_run
+# jobs_insert_many's columns, in its order: element i of each is item i.
+_JOB_COLUMNS = ("job_id", "user_id", "name", "action", "job_type", "schedule", "run_time",
+                "timezone", "status", "retry_policy", "misfire_policy", "timeout_seconds",
+                "idempotency_key", "request_hash", "next_run_at", "last_run_id", "created_at",
+                "updated_at", "notify_channels", "flexible_window_seconds")
+_RUN_COLUMNS = ("r_run_id", "r_time_bucket", "r_shard", "r_scheduled_at", "r_kind", "r_status",
+                "r_attempt", "r_behind", "r_notify")
+_NO_RUN = (None,) * len(_RUN_COLUMNS)
+
+
+def _insert_columns(items: Sequence[JobInsert], now: datetime) -> dict[str, list[Any]]:
+    """jobs_insert_many's parameters: one array per column (job_create's parameters, native
+    timestamps, JSON as text), and what job_create decides about each first run. The query
+    takes them in binary (``%(name)b``): psycopg writes a binary array about 6x faster than a
+    text one, and each array holds one Python type (hence the float() and int())."""
+    rows = [(*_job_values(i.job), *_first_run_values(i.first_run, now)) for i in items]
+    names = _JOB_COLUMNS + _RUN_COLUMNS
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+    return {name: list(values) for name, values in zip(names, columns, strict=True)}
+
+
+def _job_values(job: Job) -> tuple[Any, ...]:
+    if job.created_at.tzinfo is None or job.updated_at.tzinfo is None or (
+            job.next_run_at is not None and job.next_run_at.tzinfo is None):
+        raise ValueError("naive datetime reached the store")
+    return (job.job_id, job.user_id, job.name, json.dumps(job.action, ensure_ascii=False),
+            job.params.type, job.params.schedule, job.params.time, job.params.timezone,
+            job.status.value, json.dumps(job.retry_policy.to_dict()), job.misfire_policy,
+            float(job.timeout_seconds), job.idempotency_key, job.request_hash,
+            job.next_run_at, job.last_run_id, job.created_at, job.updated_at,
+            json.dumps(job.notify, ensure_ascii=False), int(job.params.flexible_window_seconds))
+
+
+def _first_run_values(run: JobRun | None, now: datetime) -> tuple[Any, ...]:
     if run is None:
-        return row
-    row.update({f"r_{k}": v for k, v in run_to_params(run).items()
-                if k in ("run_id", "time_bucket", "shard", "scheduled_at", "kind", "status",
-                         "attempt")})
-    row["r_behind"] = is_behind(run.scheduled_at, now)
-    row["r_notify"] = (run.status is RunStatus.PENDING
-                       and run.scheduled_at <= now + NOTIFY_HORIZON)
-    return row
+        return _NO_RUN
+    if run.scheduled_at.tzinfo is None:
+        raise ValueError("naive datetime reached the store")
+    return (run.run_id, run.time_bucket, run.shard, run.scheduled_at, run.kind,
+            run.status.value, run.attempt, is_behind(run.scheduled_at, now),
+            run.status is RunStatus.PENDING and run.scheduled_at <= now + NOTIFY_HORIZON)
+
+
+def _key_columns(keys: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """jobs_by_idempotency_keys' parameters: the users and the keys, pair i at index i."""
+    return {"user_ids": [user for user, _ in keys], "keys": [key for _, key in keys]}
 
 
 def _run_params(run: JobRun) -> dict[str, Any]:

@@ -45,18 +45,30 @@ SELECT * FROM jobs WHERE user_id = %(user_id)s AND idempotency_key = %(idempoten
 
 -- name: jobs_insert_many
 -- job_create for many jobs in ONE statement (so in one transaction): the jobs, the first runs
--- of those inserted, the watermark touches and the wake-ups. %(jobs)s is a JSON array of
--- job_create's parameters plus, per run, r_behind and r_notify (decided as job_create does).
--- Answers the ids of the jobs inserted; an item whose key is held inserts nothing.
+-- of those inserted, the watermark touches and the wake-ups. Each column comes as one array
+-- (element i of every array is item i): job_create's parameters plus, per run, r_behind and
+-- r_notify (decided as job_create does); a job without a first run has NULL r_ elements.
+-- Arrays of native values cost PostgreSQL less to read than one JSON recordset, and the
+-- client no JSON text per row. Answers the ids of the jobs inserted; an item whose key is
+-- held inserts nothing.
 WITH input AS (
-    SELECT * FROM json_to_recordset(%(jobs)s::json) AS t(
-        job_id text, user_id text, name text, action text, job_type text, schedule text,
-        run_time text, timezone text, status text, retry_policy text, misfire_policy text,
-        timeout_seconds double precision, idempotency_key text, request_hash text,
-        next_run_at timestamptz, last_run_id text, created_at timestamptz,
-        updated_at timestamptz, notify_channels text, flexible_window_seconds integer,
-        r_run_id text, r_time_bucket bigint, r_shard integer, r_scheduled_at timestamptz,
-        r_kind text, r_status text, r_attempt integer, r_behind boolean, r_notify boolean)
+    SELECT * FROM unnest(
+        %(job_id)b::text[], %(user_id)b::text[], %(name)b::text[], %(action)b::text[],
+        %(job_type)b::text[], %(schedule)b::text[], %(run_time)b::text[], %(timezone)b::text[],
+        %(status)b::text[], %(retry_policy)b::text[], %(misfire_policy)b::text[],
+        %(timeout_seconds)b::float8[], %(idempotency_key)b::text[], %(request_hash)b::text[],
+        %(next_run_at)b::timestamptz[], %(last_run_id)b::text[], %(created_at)b::timestamptz[],
+        %(updated_at)b::timestamptz[], %(notify_channels)b::text[],
+        %(flexible_window_seconds)b::integer[], %(r_run_id)b::text[], %(r_time_bucket)b::bigint[],
+        %(r_shard)b::integer[], %(r_scheduled_at)b::timestamptz[], %(r_kind)b::text[],
+        %(r_status)b::text[], %(r_attempt)b::integer[], %(r_behind)b::boolean[],
+        %(r_notify)b::boolean[]
+    ) AS t(
+        job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
+        retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
+        next_run_at, last_run_id, created_at, updated_at, notify_channels,
+        flexible_window_seconds, r_run_id, r_time_bucket, r_shard, r_scheduled_at, r_kind,
+        r_status, r_attempt, r_behind, r_notify)
 ), new_jobs AS (
     INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone,
                       status, retry_policy, misfire_policy, timeout_seconds, idempotency_key,
@@ -104,9 +116,9 @@ WITH input AS (
 SELECT job_id, (SELECT count(*) FROM notices) AS notices FROM new_jobs
 
 -- name: jobs_by_idempotency_keys
--- The jobs holding these keys; %(keys)s is a JSON array of [user_id, idempotency_key] pairs.
-SELECT j.* FROM json_array_elements(%(keys)s::json) AS k
-JOIN jobs AS j ON j.user_id = k ->> 0 AND j.idempotency_key = k ->> 1
+-- The jobs holding these keys: element i of %(user_ids)s and of %(keys)s is one pair.
+SELECT j.* FROM unnest(%(user_ids)s::text[], %(keys)s::text[]) AS k (user_id, key)
+JOIN jobs AS j ON j.user_id = k.user_id AND j.idempotency_key = k.key
 WHERE j.idempotency_key IS NOT NULL
 
 -- name: job_get

@@ -1,0 +1,220 @@
+"""``onthedot serve --processes 2`` as real processes on SQLite and PostgreSQL: one supervisor,
+two children that both accept on the one port, every job's webhook called once, a child
+SIGKILLed is replaced while the port keeps answering, SIGTERM stops them all within the grace,
+each child's metrics on its own port, and start-up failures still end in one line, exit 2."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.cli.test_cli import assert_one_line_error, run_cli
+from tests.cli.test_serve import onthedot_command
+from tests.support.cluster import SHARED_PG_DSN, drop_schema, new_schema, tcp_peer_ports
+from tests.support.waiting import wait_until
+from tests.support.webhook import LOOPBACK_ALLOW, WebhookReceiver
+
+pytestmark = pytest.mark.slow
+SHARED = re.compile(r"processes will share (http://127\.0\.0\.1:(\d+))")
+GRACE_SECONDS = 3
+JOBS = 12
+
+
+@dataclass
+class Supervised:
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    url: str = ""
+    metrics_port: int = 0
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def children(self) -> set[int]:
+        """The serving children (not multiprocessing's resource tracker)."""
+        found = set()
+        for child in psutil.Process(self.proc.pid).children():
+            try:
+                if child.status() != psutil.STATUS_ZOMBIE and \
+                        "spawn_main" in " ".join(child.cmdline()):
+                    found.add(child.pid)
+            except psutil.NoSuchProcess:
+                pass
+        return found
+
+    def wait_ready(self, times: int = 1) -> None:
+        wait_until(lambda: self.log().count("processes are ready") >= times
+                   or self.proc.poll() is not None, 60, "every child to be ready")
+        assert self.proc.poll() is None, self.log()
+
+
+def pair_of_free_ports() -> int:
+    """A port p with p and p + 1 both free a moment ago."""
+    for _ in range(100):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            port: int = first.getsockname()[1]
+            with socket.socket() as second:
+                try:
+                    second.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+                return port
+    raise AssertionError("no two adjacent free ports")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
+    if request.param == "sqlite":
+        yield {"ONTHEDOT_DATABASE_URL": f"sqlite:///{tmp_path}/procs.db"}
+        return
+    schema = new_schema()
+    try:
+        yield {"ONTHEDOT_DATABASE_URL": SHARED_PG_DSN, "ONTHEDOT_DATABASE_SCHEMA": schema,
+               "ONTHEDOT_PARTITION_AHEAD_DAYS": "1", "ONTHEDOT_PARTITION_FAR_MONTHS": "0",
+               "ONTHEDOT_DATABASE_POOL_SIZE": "4"}
+    finally:
+        drop_schema(SHARED_PG_DSN, schema)
+
+
+def start(tmp_path: Path, args: list[str], **env: str) -> Supervised:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("ONTHEDOT_")}
+    full.update({"ONTHEDOT_SHUTDOWN_GRACE": str(GRACE_SECONDS), "ONTHEDOT_LOG_LEVEL": "INFO",
+                 "ONTHEDOT_EGRESS_ALLOW": LOOPBACK_ALLOW, "ONTHEDOT_WORKERS": "8", **env})
+    log_path = tmp_path / "supervisor.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([*onthedot_command(), *args], env=full, stdout=log,
+                                stderr=subprocess.STDOUT)
+    return Supervised(proc, log_path)
+
+
+@pytest.fixture
+def served(tmp_path: Path, database_env: dict[str, str]) -> Iterator[Supervised]:
+    metrics = pair_of_free_ports()
+    sup = start(tmp_path, ["serve", "--port", "0", "--processes", "2"],
+                ONTHEDOT_METRICS_PORT=str(metrics), **database_env)
+    try:
+        sup.wait_ready()
+        match = SHARED.search(sup.log())
+        assert match, sup.log()
+        sup.url, sup.metrics_port = match.group(1), metrics
+        yield sup
+    finally:
+        if sup.proc.poll() is None:
+            sup.proc.kill()  # the children follow it (PR_SET_PDEATHSIG)
+            sup.proc.wait(timeout=10)
+
+
+def served_by(sup: Supervised, port: int, children: set[int]) -> tuple[socket.socket, int]:
+    """A new keep-alive connection that got an answer, and the child that accepted it."""
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert conn.recv(4096).startswith(b"HTTP/1.1 200"), sup.log()
+    mine = conn.getsockname()[1]
+    owners = [pid for pid in children if mine in tcp_peer_ports(pid)]
+    assert len(owners) == 1, (owners, children)
+    return conn, owners[0]
+
+
+def test_two_children_share_the_port_and_run_each_job_once(served: Supervised) -> None:
+    children = served.children()
+    assert len(children) == 2, served.log()
+    port = int(served.url.rsplit(":", 1)[1])
+    seen: set[int] = set()
+    conns: list[socket.socket] = []
+    try:
+        def both_accept() -> bool:
+            conn, pid = served_by(served, port, children)
+            conns.append(conn)  # held open, so the next one is a new connection
+            seen.add(pid)
+            return seen == children
+
+        wait_until(both_accept, 30, "both children to accept a connection")
+    finally:
+        for conn in conns:
+            conn.close()
+
+    # Child i serves its own /metrics on ONTHEDOT_METRICS_PORT + i.
+    for metrics in (served.metrics_port, served.metrics_port + 1):
+        scraped = httpx.get(f"http://127.0.0.1:{metrics}/metrics", timeout=5)
+        assert scraped.status_code == 200, metrics
+        assert "onthedot_" in scraped.text
+
+    receiver = WebhookReceiver().start()
+    try:
+        with httpx.Client(base_url=served.url, timeout=10) as http:
+            ids = []
+            for i in range(JOBS):
+                created = http.post("/v1/jobs", json={
+                    "name": f"once {i}", "action": {"type": "webhook", "url": receiver.url},
+                    "job_params": {"type": "immediate"}})
+                assert created.status_code == 201, created.text
+                ids.append(created.json()["job_id"])
+
+            def all_succeeded() -> bool:
+                return all([r["status"] for r in http.get(f"/v1/jobs/{j}/runs").json()["runs"]]
+                           == ["SUCCEEDED"] for j in ids)
+
+            wait_until(all_succeeded, 30, "every job's run to succeed")
+        assert receiver.count() == JOBS, receiver.received
+        assert set(receiver.keys.values()) == {1}, receiver.keys
+    finally:
+        receiver.stop()
+
+
+def test_a_killed_child_is_replaced_and_sigterm_stops_all(served: Supervised) -> None:
+    before = served.children()
+    victim = min(before)
+    os.kill(victim, signal.SIGKILL)
+    served.wait_ready(times=2)  # the replacement is ready: every slot is again
+    after = served.children()
+    assert len(after) == 2, served.log()
+    assert victim not in after
+    assert after - before  # a new process took the victim's place
+    assert "exited unexpectedly with code -9" in served.log()
+    assert httpx.get(f"{served.url}/healthz", timeout=5).status_code == 200
+
+    served.proc.send_signal(signal.SIGTERM)
+    code = served.proc.wait(timeout=2 * GRACE_SECONDS + 10)
+    assert code == 0, served.log()
+    assert not any(psutil.pid_exists(pid) for pid in after), served.log()
+    assert "Traceback" not in served.log()
+
+
+def test_a_bad_setting_is_one_line_before_any_child(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    code, _out, err = run_cli(capsys, "serve", "--processes", "2", "--port", "0",
+                              "--database-url", "mysql://nowhere/db")
+    assert_one_line_error(code, err, "unsupported database url")
+    code, _out, err = run_cli(capsys, "worker", "--processes", "0", "--database-url",
+                              f"sqlite:///{tmp_path}/x.db")
+    assert_one_line_error(code, err, "ONTHEDOT_PROCESSES")
+
+
+def test_children_that_die_at_start_end_the_supervisor_with_exit_2(tmp_path: Path) -> None:
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        # Child 0 serves metrics on the busy port and cannot start; child 1 (port + 1) can.
+        sup = start(tmp_path, ["worker", "--processes", "2"],
+                    ONTHEDOT_DATABASE_URL=f"sqlite:///{tmp_path}/dies.db",
+                    ONTHEDOT_METRICS_PORT=str(busy.getsockname()[1]))
+        code = sup.proc.wait(timeout=60)
+    finally:
+        busy.close()
+    last = sup.log().strip().splitlines()[-1]
+    assert code == 2, sup.log()
+    assert last.startswith("onthedot: error: process 0 exited with code 2 before it was "
+                           "ready, 3 times in a row"), sup.log()
+    assert "Traceback" not in sup.log()

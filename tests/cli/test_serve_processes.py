@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
 from tests.cli.test_cli import assert_one_line_error, run_cli
@@ -41,15 +40,19 @@ class Supervised:
         return self.log_path.read_text(errors="replace")
 
     def children(self) -> set[int]:
-        """The serving children (not multiprocessing's resource tracker)."""
+        """The live serving children (not multiprocessing's resource tracker), from /proc."""
         found = set()
-        for child in psutil.Process(self.proc.pid).children():
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
             try:
-                if child.status() != psutil.STATUS_ZOMBIE and \
-                        "spawn_main" in " ".join(child.cmdline()):
-                    found.add(child.pid)
-            except psutil.NoSuchProcess:
-                pass
+                stat = (proc / "stat").read_text()
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+            if int(ppid) == self.proc.pid and state != "Z" and b"spawn_main" in cmdline:
+                found.add(int(proc.name))
         return found
 
     def wait_ready(self, times: int = 1) -> None:
@@ -187,7 +190,7 @@ def test_a_killed_child_is_replaced_and_sigterm_stops_all(served: Supervised) ->
     served.proc.send_signal(signal.SIGTERM)
     code = served.proc.wait(timeout=2 * GRACE_SECONDS + 10)
     assert code == 0, served.log()
-    assert not any(psutil.pid_exists(pid) for pid in after), served.log()
+    assert not any(Path(f"/proc/{pid}").exists() for pid in after), served.log()
     assert "Traceback" not in served.log()
 
 

@@ -599,7 +599,11 @@ async def _serve(settings: Settings, roles: Sequence[str], *, sock: socket.socke
 
 
 def _ready_server(config: Any, on_ready: Callable[[], None] | None) -> Any:
-    """A uvicorn server that calls ``on_ready`` once its start-up accepts connections."""
+    """A uvicorn server that calls ``on_ready`` once its start-up accepts connections. Given
+    ``on_ready`` (a supervisor's child), SIGINT counts as SIGTERM: a terminal's Ctrl-C reaches
+    the children too, beside the SIGTERM their supervisor passes on, and the two together must
+    be one graceful stop, not uvicorn's forced one on a second SIGINT (the supervisor forces,
+    when a child overstays its time)."""
     import uvicorn
 
     class ReadyServer(uvicorn.Server):
@@ -607,6 +611,9 @@ def _ready_server(config: Any, on_ready: Callable[[], None] | None) -> Any:
             await super().startup(sockets=sockets)
             if self.started and on_ready is not None:
                 on_ready()
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(signal.SIGTERM if on_ready is not None else sig, frame)
 
     return ReadyServer(config)
 

@@ -82,6 +82,7 @@ class Supervisor:
     _slots: list[_Slot] = field(default_factory=list)
     _stopping: bool = False
     _killed: bool = False
+    _kill_at: float | None = None  # when children still running after a stop are killed
     _signals: list[int] = field(default_factory=list)
 
     def run(self) -> int:
@@ -114,26 +115,26 @@ class Supervisor:
 
     # --- the loop ------------------------------------------------------------------------
     def _watch(self, context: Any, wake: socket.socket) -> int:
-        kill_at: float | None = None
         while True:
-            if self._signals and not self._stopping:
-                self._stop_all()
-                kill_at = time.monotonic() + self.stop_seconds + KILL_MARGIN_SECONDS
+            self._take_signals()
             live = [s for s in self._slots if s.process is not None]
             if self._stopping and not live:
                 log.info("%s: every process stopped", self.name)
                 return 1 if self._killed else 0
-            if kill_at is not None and time.monotonic() >= kill_at:
+            if self._kill_at is not None and time.monotonic() >= self._kill_at:
                 for slot in live:
                     log.warning("%s: process %d (pid %s) did not stop in time; killing it",
                                 self.name, slot.index, slot.process.pid if slot.process else "?")
                     self._kill(slot)
                     self._killed = True
                 continue
-            ready = wait(self._waitables(wake), timeout=self._timeout(kill_at))
+            ready = wait(self._waitables(wake), timeout=self._timeout())
             if wake in ready:
                 with contextlib.suppress(BlockingIOError):
                     wake.recv(4096)
+            # Before the exits: children that a signal to the whole group (Ctrl-C, systemd's
+            # control-group stop) ended at the same time are stopping, not dying.
+            self._take_signals()
             for slot in list(self._slots):
                 self._on_events(slot, ready)
             now = time.monotonic()
@@ -141,6 +142,11 @@ class Supervisor:
                 if slot.process is None and slot.restart_at is not None and not self._stopping \
                         and now >= slot.restart_at:
                     self._start(context, slot)
+
+    def _take_signals(self) -> None:
+        if self._signals and not self._stopping:
+            self._stop_all()
+            self._kill_at = time.monotonic() + self.stop_seconds + KILL_MARGIN_SECONDS
 
     def _waitables(self, wake: socket.socket) -> list[Any]:
         items: list[Any] = [wake]
@@ -151,10 +157,10 @@ class Supervisor:
                     items.append(slot.ready_pipe)
         return items
 
-    def _timeout(self, kill_at: float | None) -> float:
+    def _timeout(self) -> float:
         moments = [s.restart_at for s in self._slots if s.process is None and s.restart_at]
-        if kill_at is not None:
-            moments.append(kill_at)
+        if self._kill_at is not None:
+            moments.append(self._kill_at)
         if not moments:
             return 1.0
         return max(0.0, min(moments) - time.monotonic())

@@ -96,8 +96,9 @@ def start(tmp_path: Path, args: list[str], **env: str) -> Supervised:
                  "ONTHEDOT_EGRESS_ALLOW": LOOPBACK_ALLOW, "ONTHEDOT_WORKERS": "8", **env})
     log_path = tmp_path / "supervisor.log"
     with open(log_path, "wb") as log:
+        # A session of its own: a test can signal the whole group, as a terminal's Ctrl-C does.
         proc = subprocess.Popen([*onthedot_command(), *args], env=full, stdout=log,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, start_new_session=True)
     return Supervised(proc, log_path)
 
 
@@ -192,6 +193,31 @@ def test_a_killed_child_is_replaced_and_sigterm_stops_all(served: Supervised) ->
     assert code == 0, served.log()
     assert not any(Path(f"/proc/{pid}").exists() for pid in after), served.log()
     assert "Traceback" not in served.log()
+
+
+def test_ctrl_c_to_the_whole_group_is_one_graceful_stop(tmp_path: Path) -> None:
+    sup = start(tmp_path, ["serve", "--port", "0", "--processes", "2"],
+                ONTHEDOT_DATABASE_URL=f"sqlite:///{tmp_path}/ctrl-c.db")
+    try:
+        sup.wait_ready()
+        children = sup.children()
+        # The children get SIGINT from the terminal and SIGTERM from the supervisor, and here
+        # a second Ctrl-C while they drain: one graceful stop each, not uvicorn's forced exit
+        # on a second SIGINT, and not a death the supervisor would answer.
+        os.killpg(sup.proc.pid, signal.SIGINT)
+        wait_until(lambda: sup.log().count("Shutting down") == 2, 20, "both to drain")
+        os.killpg(sup.proc.pid, signal.SIGINT)
+        assert sup.proc.wait(timeout=2 * GRACE_SECONDS + 10) == 0, sup.log()
+    finally:
+        if sup.proc.poll() is None:
+            sup.proc.kill()
+            sup.proc.wait(timeout=10)
+    log = sup.log()
+    for pid in children:
+        assert f"(pid {pid}) stopped with code 0" in log, log
+    assert "unexpectedly" not in log
+    assert "Traceback" not in log
+    assert log.count("Application shutdown complete") == 2, log
 
 
 def test_a_bad_setting_is_one_line_before_any_child(capsys: pytest.CaptureFixture[str],

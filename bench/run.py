@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="onthedot configurations: sqlite, pg+nats, pg (PostgreSQL alone)")
     p.add_argument("--no-peers", action="store_true", help="onthedot only")
     p.add_argument("--processes", default="", help="ONTHEDOT_PROCESSES of every onthedot "
-                   "serve (default: the server's own, cores on PostgreSQL and 1 on SQLite)")
+                   "serve (default: the server's own: the cores, at most 2 on SQLite)")
     g = p.add_argument_group("ingest")
     g.add_argument("--concurrency", default="1,16,64", help="callers, comma-separated")
     g.add_argument("--requests", type=int, help="single creates per figure and rep (1000)")

@@ -128,8 +128,8 @@ def _workers_option(fn: F) -> F:
 def _processes_option(fn: F) -> F:
     return click.option("--processes", type=int, default=None, help="processes sharing the "
                         "work (and the API port): a supervisor starts this many and restarts "
-                        "one that dies; default: the cores this process may use on "
-                        "PostgreSQL, 1 on SQLite [env ONTHEDOT_PROCESSES]")(fn)
+                        "one that dies; default: the cores this process may use, at most 2 "
+                        "on SQLite [env ONTHEDOT_PROCESSES]")(fn)
 
 
 def _settings(**flags: Any) -> Settings:
@@ -482,8 +482,8 @@ def _run_server(settings: Settings, roles: Sequence[str], *, http: bool) -> int:
 
 
 def _supervise(settings: Settings, roles: Sequence[str], count: int, *, http: bool) -> int:
-    """Check what can fail in the parent (the metrics ports, the bind, the database, the
-    schema), so that a bad setting is one line and exit 2 before any child starts; then run
+    """Check in the parent what would fail in every child (the bind, the runtime, the metrics
+    ports), so that a bad setting is one line and exit 2 before any child starts; then run
     ``count`` children on the one listening socket (docs/deploy.md, "Cores")."""
     from onthedot.supervisor import Supervisor
 
@@ -493,7 +493,7 @@ def _supervise(settings: Settings, roles: Sequence[str], count: int, *, http: bo
                           field="metrics_port", expected=f"at most {65536 - count}")
     sock = _bind(settings.host, settings.port) if http else None
     try:
-        asyncio.run(_prepare_children(settings, http=http))
+        asyncio.run(_prepare_children(settings, count, http=http))
         if sock is not None:
             host, port = sock.getsockname()[:2]
             log.info("onthedot %s: %d processes will share http://%s:%d", __version__, count,
@@ -509,19 +509,26 @@ def _supervise(settings: Settings, roles: Sequence[str], count: int, *, http: bo
     return code
 
 
-async def _prepare_children(settings: Settings, *, http: bool) -> None:
-    """Migrate once (the children find the schema current) and refuse what every child would
-    refuse: a shard count other than the database's, a public bind without tokens."""
+async def _prepare_children(settings: Settings, count: int, *, http: bool) -> None:
+    """Open and close what every child opens, once: the runtime (migrations, the shard count
+    pinned in the database, the queue, the actions' settings such as the news feeds file), the
+    metrics port of each child, and the rule against a public bind without tokens. A child
+    therefore fails at start only on what changed since."""
     from onthedot.api.auth import check_bind_allowed
-    from onthedot.runtime import build_store
+    from onthedot.metrics import MetricsServer
+    from onthedot.runtime import Runtime
 
-    await _migrate(settings)
-    if http:
-        store = build_store(settings)
-        try:
-            check_bind_allowed(settings.host, await store.tokens_exist())
-        finally:
-            await store.close()
+    runtime = await Runtime.open(settings)
+    try:
+        if http:
+            check_bind_allowed(settings.host, await runtime.store.tokens_exist())
+        if settings.metrics_port:  # 0: each child picks a free port
+            for index in range(count):
+                probe = MetricsServer(runtime.metrics_text)
+                await probe.start(settings.metrics_host, settings.metrics_port + index)
+                await probe.close()
+    finally:
+        await runtime.close()
 
 
 def _child_main(settings: Settings, roles: tuple[str, ...], sock: socket.socket | None,

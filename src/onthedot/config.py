@@ -44,8 +44,8 @@ class Settings(BaseSettings):
     processes: int | None = Field(None, ge=1, le=1024, description="processes of `serve`, "
                                   "`api` and `worker`: a supervisor binds the API port once "
                                   "and runs this many copies that share it; default: the "
-                                  "cores this process may use on PostgreSQL, 1 on SQLite "
-                                  "(one file's write lock does not gain from more); 1 = no "
+                                  "cores this process may use, at most 2 on SQLite (one "
+                                  "file's write lock serialises every writer); 1 = no "
                                   "supervisor")
     visibility_timeout: float = Field(30.0, gt=0, description="seconds a received run stays "
                                       "invisible to other workers; heartbeats every third of it")

@@ -106,12 +106,19 @@ def build_queue(settings: Settings, clock: Clock) -> Queue:
                       expected="nats://host:4222 (or unset for the table queue)")
 
 
+# SQLite: one file's write lock serialises the writers of every process. Two processes
+# measured better than one (docs/performance.md, "Cores"); more were not measured.
+SQLITE_DEFAULT_PROCESSES = 2
+
+
 def process_count(settings: Settings) -> int:
-    """ONTHEDOT_PROCESSES, or its default: every core on PostgreSQL; one on SQLite, whose one
-    write lock serialises the writers of every process (docs/performance.md, "Cores")."""
+    """ONTHEDOT_PROCESSES, or its default: every core on PostgreSQL; on SQLite as many, but
+    at most SQLITE_DEFAULT_PROCESSES."""
     if settings.processes is not None:
         return settings.processes
-    return core_count() if _is_postgres(settings.database_url) else 1
+    if _is_postgres(settings.database_url):
+        return core_count()
+    return min(core_count(), SQLITE_DEFAULT_PROCESSES)
 
 
 def _is_postgres(database_url: str) -> bool:

@@ -87,8 +87,8 @@ class Supervisor:
 
     def run(self) -> int:
         """Until every child has stopped after a signal: 0 (1 when one had to be killed at
-        the end of its time to stop). Raises SupervisorError when a
-        child keeps dying before it is ready (the others are stopped first)."""
+        the end of its time to stop). Raises SupervisorError when a child keeps dying before
+        it is ready (the others are stopped first)."""
         context = multiprocessing.get_context("spawn")
         wake_read, wake_write = socket.socketpair()
         wake_read.setblocking(False)

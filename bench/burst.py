@@ -26,7 +26,7 @@ from urllib.parse import quote
 from bench.cost import Cost, Counts, cost_extras, db_counts, process_cpu_seconds
 from bench.ingest import BATCH_PATH, HOST, batch_supported
 from bench.peers import Lateness, lateness_rows
-from bench.procs import Unavailable, make_backend, onthedot_serve, tiny_server
+from bench.procs import Child, Unavailable, make_backend, onthedot_serve, tiny_server
 from bench.stats import Row
 from bench.tinyhttp import Connection, encode_request, load
 
@@ -85,15 +85,25 @@ class Meter:
     """Reads the server's statement counts (a scrape) and CPU time (psutil); a scrape reads
     the store too, so what one costs is measured on the idle server and taken off (cost.py)."""
 
-    def __init__(self, conn: Connection, pid: int) -> None:
-        self.conn, self.pid = conn, pid
+    def __init__(self, conn: Connection, pid: int, metrics_ports: list[int]) -> None:
+        # One process: its /metrics on the API port. Several (a supervisor's children): each
+        # one's own metrics port, their texts read together (the counters add up).
+        self.conns = [Connection(HOST, p) for p in metrics_ports] or [conn]
+        self.owned = bool(metrics_ports)
+        self.pid = pid
         self.scrape = Counts(0.0, 0.0, 0.0)
         self.scrapes = 0  # taken since the window opened
 
     async def read(self) -> tuple[str, Counts]:
-        text = (await self.conn.request("GET", "/metrics")).body.decode()
+        texts = [(await c.request("GET", "/metrics")).body.decode() for c in self.conns]
+        text = "\n".join(texts)
         self.scrapes += 1
         return text, Counts(*db_counts(text), process_cpu_seconds(self.pid))
+
+    async def close(self) -> None:
+        if self.owned:
+            for conn in self.conns:
+                await conn.close()
 
     async def calibrate(self) -> None:
         """What one scrape costs: its statements, the least of the back-to-back deltas (a
@@ -115,10 +125,10 @@ class Meter:
         return Cost.of(runs, after - before, self.scrapes, self.scrape)
 
 
-async def _webhook_burst(port: int, pid: int, receiver_port: int, runs: int, due: datetime,
-                         wait: float, batch: bool) -> tuple[Lateness, int, Cost]:
+async def _webhook_burst(port: int, child: Child, receiver_port: int, runs: int,
+                         due: datetime, wait: float, batch: bool) -> tuple[Lateness, int, Cost]:
     rx, conn = Connection(HOST, receiver_port), Connection(HOST, port)
-    meter = Meter(conn, pid)
+    meter = Meter(conn, child.pid, child.metrics_ports)
     try:
         await rx.request("GET", "/_reset")
         await meter.calibrate()
@@ -139,6 +149,7 @@ async def _webhook_burst(port: int, pid: int, receiver_port: int, runs: int, due
     finally:
         await rx.close()
         await conn.close()
+        await meter.close()
     first: dict[str, float] = {}
     for at, key, _path in records:
         first.setdefault(key, at)
@@ -146,10 +157,10 @@ async def _webhook_burst(port: int, pid: int, receiver_port: int, runs: int, due
                      len(records) - len(first)), failed, meter.cost(len(first), window, end))
 
 
-async def _message_burst(port: int, pid: int, runs: int, due: datetime, wait: float,
+async def _message_burst(port: int, child: Child, runs: int, due: datetime, wait: float,
                          batch: bool) -> tuple[Lateness, int, Cost]:
     conn = Connection(HOST, port)
-    meter = Meter(conn, pid)
+    meter = Meter(conn, child.pid, child.metrics_ports)
     try:
         await meter.calibrate()
         before = _finished((await meter.read())[0])
@@ -180,6 +191,7 @@ async def _message_burst(port: int, pid: int, runs: int, due: datetime, wait: fl
                 break
     finally:
         await conn.close()
+        await meter.close()
     return Lateness(late, runs - done, again), failed, cost
 
 
@@ -211,9 +223,9 @@ async def onthedot_burst(configs: list[str], actions: list[str], runs: int, reps
                             due = due_second(leads.get(name, 10.0))
                             if action == "webhook":
                                 late, bad, cost = await _webhook_burst(
-                                    port, child.pid, receiver_port, runs, due, wait, batch)
+                                    port, child, receiver_port, runs, due, wait, batch)
                             else:
-                                late, bad, cost = await _message_burst(port, child.pid, runs,
+                                late, bad, cost = await _message_burst(port, child, runs,
                                                                        due, wait, batch)
                             out.append(late)
                             failed += bad

@@ -85,7 +85,8 @@ async def _crash(config: str, visibility: float, reps: int, folder: Path, logs: 
     backend = make_backend(config, folder)
     receiver, receiver_port = tiny_server("receiver", logs)
     children: list[Child] = []
-    env = backend.settings_env(visibility_timeout=visibility, port=free_port())
+    # processes=1: the figure is what one worker process's crash costs
+    env = backend.settings_env(visibility_timeout=visibility, port=free_port(), processes=1)
     rx, api = Connection(HOST, receiver_port), Connection(HOST, int(env["ONTHEDOT_PORT"]))
     figure = Figure()
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.tinyhttp import Connection
+
+METRICS_AT = re.compile(r"metrics on http://[^\s]+:(\d+)/metrics")
 
 PG_DSN = os.environ.get("ONTHEDOT_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 NATS_URL = os.environ.get("ONTHEDOT_BENCH_NATS_URL", "nats://127.0.0.1:4222")
@@ -40,6 +43,9 @@ class Child:
     name: str
     proc: subprocess.Popen[bytes]
     log_path: Path
+    # An ``onthedot serve`` of several processes (ONTHEDOT_PROCESSES): each one's own /metrics
+    # port (the API port's /metrics answers for whichever process took the connection).
+    metrics_ports: list[int] = field(default_factory=list)
 
     @property
     def pid(self) -> int:
@@ -208,10 +214,16 @@ async def onthedot_serve(backend: Backend, logs: Path, **settings: object
                          ) -> AsyncIterator[tuple[Child, int]]:
     """``onthedot serve`` on a free port; yields (child, port), stops it afterwards."""
     port = free_port()
-    env = backend.settings_env(port=port, **settings)
+    # metrics_port 0: every process of a supervisor serves its /metrics on a free port
+    env = backend.settings_env(port=port, **{"metrics_port": 0, **settings})
     child = spawn_onthedot(f"serve-{backend.name}", ["serve"], logs, env)
     try:
         await wait_http(child, port)
+        if "processes will share" in child.log_path.read_text(errors="replace"):
+            # ONTHEDOT_PROCESSES > 1: measure once every process serves, not the first alone
+            await wait_log(child, "processes are ready")
+            child.metrics_ports = [int(p) for p in METRICS_AT.findall(
+                child.log_path.read_text(errors="replace"))]
         yield child, port
     finally:
         child.stop()

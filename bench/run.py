@@ -53,6 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--configs", default="sqlite,pg+nats,pg",
                    help="onthedot configurations: sqlite, pg+nats, pg (PostgreSQL alone)")
     p.add_argument("--no-peers", action="store_true", help="onthedot only")
+    p.add_argument("--processes", default="", help="ONTHEDOT_PROCESSES of every onthedot "
+                   "serve (default: the server's own: the cores, at most 2 on SQLite)")
     g = p.add_argument_group("ingest")
     g.add_argument("--concurrency", default="1,16,64", help="callers, comma-separated")
     g.add_argument("--requests", type=int, help="single creates per figure and rep (1000)")
@@ -135,13 +137,15 @@ class Machine:
     pg_commit_ms: float | None = None
     load_before: float = 0.0  # 1-minute load average when the run began and ended: other
     load_after: float = 0.0  # work on the machine shows here
+    processes: str = ""  # ONTHEDOT_PROCESSES of the servers, "" = their default
 
     def line(self) -> str:
         commit = ("" if self.pg_commit_ms is None else
                   f", PostgreSQL durable commit {self.pg_commit_ms:.1f} ms (p50)")
         return (f"{self.cores} cores ({self.cpu}), {self.memory_gib:.0f} GiB, Python "
                 f"{self.python}{commit}, load average {self.load_before:.1f} before and "
-                f"{self.load_after:.1f} after, commit {self.commit}")
+                f"{self.load_after:.1f} after, commit {self.commit}, onthedot serve "
+                f"ONTHEDOT_PROCESSES={self.processes or 'default'}")
 
 
 def pg_commit_ms(samples: int = 100) -> float | None:
@@ -245,7 +249,10 @@ def _say(text: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     sections = _names(args.sections)
+    if args.processes:  # every onthedot child inherits our environment (procs.child_env)
+        os.environ["ONTHEDOT_PROCESSES"] = args.processes
     machine = Machine.read()
+    machine.processes = os.environ.get("ONTHEDOT_PROCESSES", "")
     machine.pg_commit_ms = pg_commit_ms()
     machine.load_before = os.getloadavg()[0]
     started = time.monotonic()

@@ -59,7 +59,9 @@ async def _takeover(config: str, reps: int, folder: Path,
     if backend.schema is None:
         raise Unavailable("the takeover figure needs PostgreSQL (a shared store)")
     # No per-user quotas: a repetition creates TAKEOVER_RUNS jobs at once.
-    env = backend.settings_env(port=free_port(), max_active_jobs=0, create_rate_per_minute=0)
+    # processes=1: the figure is one watcher taking over from another, process by process
+    env = backend.settings_env(port=free_port(), max_active_jobs=0, create_rate_per_minute=0,
+                               processes=1)
     api = Connection(HOST, int(env["ONTHEDOT_PORT"]))
     children: list[Child] = []
     takeover, lateness = Figure(), Figure()

@@ -43,7 +43,8 @@ LAYERS = [
     _layer("engine roles", "watcher", "worker", "delivery", "actions"),
     _layer("store and queue", "store", "queue", isolated=True),
     _layer("database plumbing", "db"),
-    _layer("libraries", "schedule", "nl", "llm", "metrics", "config", "logs"),
+    _layer("libraries", "schedule", "nl", "llm", "metrics", "config", "logs",
+           "supervisor"),
     _layer("domain", "domain", "web", "__init__"),
 ]
 RANK = {unit: rank for rank, layer in enumerate(LAYERS) for unit in layer.units}

@@ -125,6 +125,13 @@ def _workers_option(fn: F) -> F:
                         "[env ONTHEDOT_WORKERS]")(fn)
 
 
+def _processes_option(fn: F) -> F:
+    return click.option("--processes", type=int, default=None, help="processes sharing the "
+                        "work (and the API port): a supervisor starts this many and restarts "
+                        "one that dies; default: the cores this process may use, at most 2 "
+                        "on SQLite [env ONTHEDOT_PROCESSES]")(fn)
+
+
 def _settings(**flags: Any) -> Settings:
     settings = load_settings(**flags)
     # ONTHEDOT_LOG_FORMAT, and httpx/httpcore held at WARNING: see onthedot/logs.py
@@ -137,20 +144,22 @@ def _settings(**flags: Any) -> Settings:
 @_http_options
 @_store_options
 @_workers_option
-def serve(**flags: Any) -> None:
-    """Run the API and every background role (watcher, workers, recurring, rescuer) in one
-    process."""
+@_processes_option
+def serve(**flags: Any) -> int:
+    """Run the API and every background role (watcher, workers, recurring, rescuer): in one
+    process, or in --processes copies sharing the API port."""
     from onthedot.runtime import ROLES
 
-    asyncio.run(_serve(_settings(**flags), ROLES))
+    return _run_server(_settings(**flags), ROLES, http=True)
 
 
 @cli.command()
 @_http_options
 @_store_options
-def api(**flags: Any) -> None:
+@_processes_option
+def api(**flags: Any) -> int:
     """Run the REST API only (background roles run elsewhere)."""
-    asyncio.run(_serve(_settings(**flags), ()))
+    return _run_server(_settings(**flags), (), http=True)
 
 
 def serve_roles(settings: Settings, roles: Sequence[str]) -> Coroutine[Any, Any, None]:
@@ -170,9 +179,10 @@ def watcher(**flags: Any) -> None:
 @cli.command()
 @_store_options
 @_workers_option
-def worker(**flags: Any) -> None:
-    """Run a worker only: execute runs from the queue."""
-    asyncio.run(serve_roles(_settings(**flags), ("worker",)))
+@_processes_option
+def worker(**flags: Any) -> int:
+    """Run a worker only: execute runs from the queue (in --processes processes)."""
+    return _run_server(_settings(**flags), ("worker",), http=False)
 
 
 @cli.command()
@@ -456,10 +466,101 @@ def parse(text: str, now_text: str | None, timezone: str | None, as_json: bool) 
     _echo_json(nl.parse(text, now=now, timezone=tz).to_dict())
 
 
-async def _serve(settings: Settings, roles: Sequence[str]) -> None:
-    """Bind, open the runtime, start the roles, serve until SIGTERM/SIGINT, then stop the roles
-    with the grace period and close. Binding and starting happen before uvicorn so that every
-    start-up failure is one clean line."""
+def _run_server(settings: Settings, roles: Sequence[str], *, http: bool) -> int:
+    """``serve``, ``api`` or ``worker``: in this process when ONTHEDOT_PROCESSES resolves to 1
+    (no supervisor), otherwise as a supervisor of that many processes."""
+    from onthedot.runtime import process_count
+
+    count = process_count(settings)
+    if count == 1:
+        if http:
+            asyncio.run(_serve(settings, roles))
+        else:
+            asyncio.run(serve_roles(settings, roles))
+        return 0
+    return _supervise(settings, roles, count, http=http)
+
+
+def _supervise(settings: Settings, roles: Sequence[str], count: int, *, http: bool) -> int:
+    """Check in the parent what would fail in every child (the bind, the runtime, the metrics
+    ports), so that a bad setting is one line and exit 2 before any child starts; then run
+    ``count`` children on the one listening socket (docs/deploy.md, "Cores")."""
+    from onthedot.supervisor import Supervisor
+
+    if settings.metrics_port and settings.metrics_port + count - 1 > 65535:
+        raise ConfigError(f"ONTHEDOT_METRICS_PORT={settings.metrics_port} leaves no room for "
+                          f"{count} processes (each serves on that port plus its index)",
+                          field="metrics_port", expected=f"at most {65536 - count}")
+    sock = _bind(settings.host, settings.port) if http else None
+    try:
+        asyncio.run(_prepare_children(settings, count, http=http))
+        if sock is not None:
+            host, port = sock.getsockname()[:2]
+            log.info("onthedot %s: %d processes will share http://%s:%d", __version__, count,
+                     f"[{host}]" if ":" in host else host, port)
+        # A child takes the HTTP drain and then the roles' grace, each up to shutdown_grace.
+        supervisor = Supervisor(count, _child_main, (settings, tuple(roles), sock),
+                                stop_seconds=2 * settings.shutdown_grace)
+        code = supervisor.run()
+    finally:
+        if sock is not None:
+            sock.close()
+    log.info("onthedot stopped")
+    return code
+
+
+async def _prepare_children(settings: Settings, count: int, *, http: bool) -> None:
+    """Open and close what every child opens, once: the runtime (migrations, the shard count
+    pinned in the database, the queue, the actions' settings such as the news feeds file), the
+    metrics port of each child, and the rule against a public bind without tokens. A child
+    therefore fails at start only on what changed since."""
+    from onthedot.api.auth import check_bind_allowed
+    from onthedot.metrics import MetricsServer
+    from onthedot.runtime import Runtime
+
+    runtime = await Runtime.open(settings)
+    try:
+        if http:
+            check_bind_allowed(settings.host, await runtime.store.tokens_exist())
+        if settings.metrics_port:  # 0: each child picks a free port
+            for index in range(count):
+                probe = MetricsServer(runtime.metrics_text)
+                await probe.start(settings.metrics_host, settings.metrics_port + index)
+                await probe.close()
+    finally:
+        await runtime.close()
+
+
+def _child_main(settings: Settings, roles: tuple[str, ...], sock: socket.socket | None,
+                index: int, notify_ready: Callable[[], None]) -> int:
+    """One child of the supervisor (a fresh interpreter): what a single process runs, on the
+    inherited socket, with its own metrics port. An error is one log line and exit code 2;
+    the supervisor decides whether to try again."""
+    logs.configure(settings.log_level, settings.log_format, settings.log_quiet,
+                   settings.log_repeat_seconds)
+    if settings.metrics_port:  # 0 (any free port) stays 0
+        settings = settings.model_copy(update={"metrics_port": settings.metrics_port + index})
+    try:
+        if sock is not None:
+            asyncio.run(_serve(settings, roles, sock=sock, on_ready=notify_ready))
+        else:
+            from onthedot.runtime import serve_roles as run
+
+            asyncio.run(run(settings, roles, on_ready=notify_ready))
+    except OnTheDotError as exc:
+        log.error("process %d: %s", index, _error_line(exc))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return 0
+
+
+async def _serve(settings: Settings, roles: Sequence[str], *, sock: socket.socket | None = None,
+                 on_ready: Callable[[], None] | None = None) -> None:
+    """Bind (unless handed a listening socket), open the runtime, start the roles, serve until
+    SIGTERM/SIGINT, then stop the roles with the grace period and close. Binding and starting
+    happen before uvicorn so that every start-up failure is one clean line. ``on_ready`` is
+    called once uvicorn accepts connections."""
     import uvicorn
 
     from onthedot.api.app import create_app
@@ -467,7 +568,8 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
     from onthedot.api.connections import ConnectionLimits, guarded_protocol
     from onthedot.runtime import Runtime
 
-    sock = _bind(settings.host, settings.port)
+    if sock is None:
+        sock = _bind(settings.host, settings.port)
     try:
         runtime = await Runtime.open(settings)
     except BaseException:
@@ -490,7 +592,7 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
                                 http=guarded_protocol(limits),
                                 timeout_keep_alive=max(1, round(limits.keep_alive_seconds)),
                                 timeout_graceful_shutdown=max(1, int(settings.shutdown_grace)))
-        server = uvicorn.Server(config)
+        server = _ready_server(config, on_ready)
         host, port = sock.getsockname()[:2]
         log.info("onthedot %s listening on http://%s:%d (roles: %s)", __version__,
                  f"[{host}]" if ":" in host else host, port, ", ".join(roles) or "none")
@@ -501,6 +603,26 @@ async def _serve(settings: Settings, roles: Sequence[str]) -> None:
         sock.close()
         await runtime.close()
     log.info("onthedot stopped")
+
+
+def _ready_server(config: Any, on_ready: Callable[[], None] | None) -> Any:
+    """A uvicorn server that calls ``on_ready`` once its start-up accepts connections. Given
+    ``on_ready`` (a supervisor's child), SIGINT counts as SIGTERM: a terminal's Ctrl-C reaches
+    the children too, beside the SIGTERM their supervisor passes on, and the two together must
+    be one graceful stop, not uvicorn's forced one on a second SIGINT (the supervisor forces,
+    when a child overstays its time)."""
+    import uvicorn
+
+    class ReadyServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and on_ready is not None:
+                on_ready()
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(signal.SIGTERM if on_ready is not None else sig, frame)
+
+    return ReadyServer(config)
 
 
 async def _migrate(settings: Settings) -> Migrated:

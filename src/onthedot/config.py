@@ -41,6 +41,12 @@ class Settings(BaseSettings):
     workers: int = Field(256, ge=1, le=10_000,
                          description="runs one worker process executes concurrently; most "
                          "runs wait on I/O (a webhook, a model), so hundreds fit in one process")
+    processes: int | None = Field(None, ge=1, le=1024, description="processes of `serve`, "
+                                  "`api` and `worker`: a supervisor binds the API port once "
+                                  "and runs this many copies that share it; default: the "
+                                  "cores this process may use, at most 2 on SQLite (one "
+                                  "file's write lock serialises every writer); 1 = no "
+                                  "supervisor")
     visibility_timeout: float = Field(30.0, gt=0, description="seconds a received run stays "
                                       "invisible to other workers; heartbeats every third of it")
     min_interval: float = Field(60.0, ge=0, description="smallest allowed gap, in seconds, "

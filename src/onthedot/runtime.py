@@ -13,7 +13,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from onthedot.metrics import Metrics, MetricsServer
 from onthedot.queue.base import Queue
 from onthedot.service import JobService
 from onthedot.store.base import Store
+from onthedot.supervisor import core_count
 from onthedot.watcher import RecurringWatcher, Rescuer, Watcher
 from onthedot.watcher.recurring import CONSUMER as RECURRING_CONSUMER
 from onthedot.worker import Worker
@@ -103,6 +104,21 @@ def build_queue(settings: Settings, clock: Clock) -> Queue:
                          clock=clock)
     raise ConfigError(f"unsupported queue url {url!r}", field="queue_url",
                       expected="nats://host:4222 (or unset for the table queue)")
+
+
+# SQLite: one file's write lock serialises the writers of every process. Two processes
+# measured better than one (docs/performance.md, "Cores"); more were not measured.
+SQLITE_DEFAULT_PROCESSES = 2
+
+
+def process_count(settings: Settings) -> int:
+    """ONTHEDOT_PROCESSES, or its default: every core on PostgreSQL; on SQLite as many, but
+    at most SQLITE_DEFAULT_PROCESSES."""
+    if settings.processes is not None:
+        return settings.processes
+    if _is_postgres(settings.database_url):
+        return core_count()
+    return min(core_count(), SQLITE_DEFAULT_PROCESSES)
 
 
 def _is_postgres(database_url: str) -> bool:
@@ -249,9 +265,11 @@ class Runtime:
         return host, port
 
 
-async def serve_roles(settings: Settings, roles: Iterable[str]) -> None:
+async def serve_roles(settings: Settings, roles: Iterable[str],
+                      on_ready: Callable[[], None] | None = None) -> None:
     """Run background roles in this process until SIGTERM or SIGINT, then stop gracefully:
-    no new runs are taken, in-flight ones get ``shutdown_grace`` seconds to finish."""
+    no new runs are taken, in-flight ones get ``shutdown_grace`` seconds to finish.
+    ``on_ready`` is called once the roles run (a supervisor waits for it)."""
     import signal
 
     runtime = await Runtime.open(settings)
@@ -263,6 +281,8 @@ async def serve_roles(settings: Settings, roles: Iterable[str]) -> None:
         await runtime.serve_metrics()
         await runtime.start(roles)
         log.info("running %s as %s", ", ".join(sorted(roles)), runtime.member_id)
+        if on_ready is not None:
+            on_ready()
         await stop.wait()
         log.info("stopping %s", ", ".join(sorted(roles)))
     finally:

@@ -47,7 +47,8 @@ def _command() -> list[str]:
 @contextmanager
 def running_api(tmp_path: Path, **settings: str) -> Iterator[Api]:
     """``onthedot api`` on a free loopback port, with ``ONTHEDOT_<NAME>`` settings."""
-    env = {**os.environ, "ONTHEDOT_LOG_LEVEL": "INFO",
+    # One process: the connection bounds under test are per process.
+    env = {**os.environ, "ONTHEDOT_LOG_LEVEL": "INFO", "ONTHEDOT_PROCESSES": "1",
            **{f"ONTHEDOT_{k.upper()}": v for k, v in settings.items()}}
     env.pop("ONTHEDOT_TOKEN", None)
     log_path = tmp_path / "api.log"

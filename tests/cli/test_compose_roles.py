@@ -72,6 +72,8 @@ class Local:
         env.update({"ONTHEDOT_DATABASE_URL": PG_DSN, "ONTHEDOT_DATABASE_SCHEMA": self.schema,
                     "ONTHEDOT_QUEUE_URL": NATS_URL, "ONTHEDOT_QUEUE_PREFIX": self.prefix,
                     "ONTHEDOT_METRICS_PORT": "0", "ONTHEDOT_SHUTDOWN_GRACE": "5",
+                    # one process per service: the test scrapes the one worker's counters
+                    "ONTHEDOT_PROCESSES": "1",
                     # fewer partitions than in production: each is seconds of DDL here
                     "ONTHEDOT_PARTITION_AHEAD_DAYS": "1", "ONTHEDOT_PARTITION_FAR_MONTHS": "0"})
         return env

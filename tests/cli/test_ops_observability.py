@@ -105,7 +105,8 @@ def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deplo
     env = {k: v for k, v in os.environ.items() if not k.startswith("ONTHEDOT_")}
     env.update({"ONTHEDOT_LOG_FORMAT": "json", "ONTHEDOT_LOG_LEVEL": "INFO",
                 "ONTHEDOT_METRICS_PORT": "0", "ONTHEDOT_SHUTDOWN_GRACE": "5",
-                "ONTHEDOT_EGRESS_ALLOW": LOOPBACK_ALLOW, "ONTHEDOT_WORKERS": "4"})
+                "ONTHEDOT_EGRESS_ALLOW": LOOPBACK_ALLOW, "ONTHEDOT_WORKERS": "4",
+                "ONTHEDOT_PROCESSES": "1"})  # one process per role: its log, its metrics
     schema = None
     if request.param == "sqlite":
         env["ONTHEDOT_DATABASE_URL"] = f"sqlite:///{tmp_path}/ops.db"

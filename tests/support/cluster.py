@@ -378,7 +378,10 @@ class Fleet:
     _count: int = 0
 
     def env(self, **extra: object) -> dict[str, str]:
-        merged = {**self.settings, **extra}
+        # One OS process per started role (ONTHEDOT_PROCESSES=1): these tests kill, count and
+        # scrape processes one by one; the supervisor of several is tested on its own
+        # (tests/cli/test_serve_processes.py).
+        merged = {"processes": 1, **self.settings, **extra}
         return {**os.environ, **{f"ONTHEDOT_{k.upper()}": str(v) for k, v in merged.items()}}
 
     def start(self, role: str, **extra: object) -> RoleProcess:

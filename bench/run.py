@@ -6,7 +6,7 @@ its spread (min-max). Prints one table (Markdown) and writes a PNG chart.
     python -m bench --quick              # small sizes, two repetitions: a smoke test
     python -m bench --sections ingest,burst --configs sqlite --reps 5
 
-Sections: ingest, burst, dispatch, scan, rss, crash, http (see each module's docstring). A
+Sections: ingest, burst, dispatch, scan, rss, crash, http, scaling (see each module's docstring). A
 configuration the server refuses (e.g. PostgreSQL without a queue URL, before there is a
 PostgreSQL table queue) or an endpoint it lacks (the batch endpoint) is reported as n/a with
 the reason, and the rest goes on.
@@ -29,7 +29,7 @@ from typing import Any
 
 from bench.stats import Row
 
-SECTIONS = ("ingest", "burst", "dispatch", "scan", "rss", "crash", "http")
+SECTIONS = ("ingest", "burst", "dispatch", "scan", "rss", "crash", "http", "scaling")
 DEFAULT_LEAD_SECONDS = 10.0
 MIN_LEAD_SECONDS, MAX_LEAD_SECONDS = 4.0, 40.0
 LEAD_MARGIN = 1.5  # the due second leaves room for ingest at 2/3 of the measured rate
@@ -88,6 +88,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--http-inflight", default="64,256,1024", help="POSTs in flight")
     g.add_argument("--http-seconds", type=float, help="each figure's timed window (5; quick 2)")
     g.add_argument("--http-clients", default="httpx (worker),httpx (one pool),aiohttp")
+    g = p.add_argument_group("scaling (bench/scaling.py, the model of docs/scaling.md)")
+    g.add_argument("--scaling-processes", default="1,2,4", help="ONTHEDOT_PROCESSES values")
+    g.add_argument("--scaling-config", default="pg+nats", choices=("pg+nats", "pg"))
+    g.add_argument("--scaling-requests", type=int, help="single creates per count (2000)")
+    g.add_argument("--scaling-runs", type=int, help="message runs due at once per count (2000)")
     g = p.add_argument_group("output")
     g.add_argument("--chart", default="docs/performance.png", help="PNG path ('' for none)")
     g.add_argument("--json", default="", help="also write every value to this JSON file")
@@ -103,6 +108,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "scan_sqlite_sizes": "10000",
         "rss_runs": 100_000 if quick else 1_000_000, "rss_seconds": 5.0 if quick else 15.0,
         "rss_reps": 1, "burst_configs": args.configs, "http_seconds": 2.0 if quick else 5.0,
+        "scaling_requests": 500 if quick else 2000, "scaling_runs": 500 if quick else 2000,
     }
     for key, value in defaults.items():
         if getattr(args, key) is None:
@@ -257,6 +263,7 @@ def main(argv: list[str] | None = None) -> None:
     machine.load_before = os.getloadavg()[0]
     started = time.monotonic()
     rows: list[Row] = []
+    scaling = ""
     with tempfile.TemporaryDirectory(prefix="onthedot-bench-") as tmp:
         folder = Path(tmp)
         logs = Path(args.logs) if args.logs else folder / "logs"
@@ -268,6 +275,13 @@ def main(argv: list[str] | None = None) -> None:
             _say("10,000 due in one second")
             rows += dispatch_rows(_names(args.dispatch_configs), args.dispatch_runs,
                                   args.dispatch_reps)
+        if "scaling" in sections:  # its own table: measured beside the model's prediction
+            from bench.scaling import scaling_report
+
+            _say("scaling: 1, 2 and 4 processes")
+            scaling = asyncio.run(scaling_report(
+                args.scaling_config, _ints(args.scaling_processes), args.scaling_requests,
+                args.scaling_runs, folder, logs))
     rows.sort(key=lambda r: SECTIONS.index(r.section))
     machine.load_after = os.getloadavg()[0]
     minutes = (time.monotonic() - started) / 60
@@ -276,6 +290,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.reps} repetitions per figure unless the detail says otherwise.")
     print()
     print(render_table(rows))
+    if scaling:
+        print(f"\n{scaling}")
     if args.chart:
         from bench.chart import write_chart
 

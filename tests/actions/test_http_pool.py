@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from onthedot.actions.egress import EgressGuard, guarded_client, read_capped
+from onthedot.domain.errors import ActionError, EgressRefusedError
 from tests.actions.conftest import FakeDns
 from tests.support.waiting import async_wait_until
 
@@ -97,6 +98,28 @@ async def test_never_more_connections_than_the_pool_holds(counting: CountingServ
         assert len(counting.heads) == 10
     finally:
         await client.aclose()
+
+
+async def test_refused_and_unresolved_hosts_do_not_use_up_the_pool(
+        counting: CountingServer) -> None:
+    """A refusal raised inside the connector gives its connection slot back: a pool of two
+    still serves an admitted host after many refusals."""
+    counting.release.set()
+    dns = FakeDns({"inside.example.test": ["10.0.0.1"]})
+    client = guarded_client(EgressGuard(["127.0.0.1"], resolve=dns),
+                            limits=httpx.Limits(max_connections=2, max_keepalive_connections=2))
+    try:
+        for _ in range(3):
+            with pytest.raises(EgressRefusedError):
+                await client.get("http://inside.example.test/", timeout=5)
+            with pytest.raises(EgressRefusedError):
+                await client.get("http://10.1.2.3/", timeout=5)
+            with pytest.raises(ActionError, match="could not resolve"):
+                await client.get("http://missing.example.test/", timeout=5)
+        assert await _post(client, f"http://127.0.0.1:{counting.port}/hook") == 200
+    finally:
+        await client.aclose()
+    assert len(counting.heads) == 1
 
 
 async def test_a_get_carries_no_body_headers(counting: CountingServer) -> None:

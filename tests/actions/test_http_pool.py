@@ -139,3 +139,40 @@ async def test_a_get_carries_no_body_headers(counting: CountingServer) -> None:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_a_put_whose_connection_breaks_is_sent_once() -> None:
+    """aiohttp by itself sends an idempotent request again on a new connection when a reused
+    one closes before the answer; a webhook is sent once per attempt, as before the switch."""
+    received: list[bytes] = []
+
+    async def answer_once_then_hang_up(reader: asyncio.StreamReader,
+                                       writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                received.append(head)
+                await reader.readexactly(2)  # the body
+                if len(received) > 1:
+                    return  # read, acted on, no answer
+                writer.write(ANSWER)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        finally:
+            writer.close()
+
+    listening = await asyncio.start_server(answer_once_then_hang_up, "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    client = guarded_client(EgressGuard(["127.0.0.1"]))
+    try:
+        url = f"http://127.0.0.1:{port}/hook"
+        assert await _post(client, url) == 200  # opens the connection that is then reused
+        with pytest.raises(httpx.RemoteProtocolError):
+            async with client.stream("PUT", url, content=b"{}", timeout=10) as response:
+                await read_capped(response)
+        assert [head.split(b" ")[0] for head in received] == [b"POST", b"PUT"]
+    finally:
+        await client.aclose()
+        listening.close()
+        await listening.wait_closed()

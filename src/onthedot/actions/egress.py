@@ -398,6 +398,11 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                 connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
                 auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None),
                 skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent", "Content-Type"))
+            # aiohttp sends a PUT, DELETE or GET again by itself when a kept-alive connection
+            # breaks before the answer; the server may have acted on the first. One call is one
+            # send, as with httpx: whether to try again is the worker's retry policy. No public
+            # switch exists; tests/actions/test_http_pool.py fails if this one stops working.
+            self._session._retry_connection = False
         return self._session
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

@@ -8,11 +8,14 @@ in the same run (issue 19: "measure the HTTP client and pick by the figure").
 Clients, each in this process, each POSTing the same small JSON body with the webhook action's
 headers and reading the answer as the action does (streamed, capped):
 
-* ``httpx (worker)``: the worker's own set-up -- ``guarded_client`` (every connection through
-  the egress guard) split into clients of ``HTTP_POOL_CONNECTIONS`` connections, taken in turn
-  (worker/worker.py, ``Worker.http``);
-* ``httpx (one pool)``: one plain ``httpx.AsyncClient`` sized to the calls in flight;
-* ``aiohttp``: one ``ClientSession`` whose connector holds as many connections.
+* ``aiohttp (worker)``: the worker's own set-up -- ``guarded_client`` (httpx's client over the
+  egress guard's aiohttp transport: every connection opened through the guard) split into
+  clients of ``HTTP_POOL_CONNECTIONS`` connections, taken in turn (worker/worker.py,
+  ``Worker.http``). Until the switch this case was ``httpx (worker)``: the same set-up over
+  httpcore's pool (docs/performance.md keeps its figures);
+* ``httpx (one pool)``: one plain ``httpx.AsyncClient`` (httpcore's pool) sized to the calls in
+  flight;
+* ``aiohttp``: one plain ``ClientSession`` whose connector holds as many connections.
 
 The receiver is ``tinyhttp fixed`` in its own process (a 201 with a small JSON body, as a
 webhook receiver answers). Each figure: connections opened first (one request per caller, not
@@ -41,7 +44,7 @@ HOST = "127.0.0.1"
 BODY = json.dumps({"run": "01JY5S1J7QX5V3T8C4M2N6P9RA", "text": "the webhook's payload"}).encode()
 TIMEOUT_SECONDS = 30.0  # per request, as a run's action timeout would bound it
 READ_CAP_BYTES = 64 * 1024
-CLIENTS = ("httpx (worker)", "httpx (one pool)", "aiohttp")
+CLIENTS = ("aiohttp (worker)", "httpx (one pool)", "aiohttp")
 
 Post = Callable[[int], Awaitable[int]]  # (caller's request number) -> status
 
@@ -52,7 +55,7 @@ def _headers(key: int) -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def httpx_worker(url: str, inflight: int) -> AsyncIterator[Post]:
+async def worker_clients(url: str, inflight: int) -> AsyncIterator[Post]:
     """The worker's clients: guarded, several small pools taken in turn."""
     import httpx
 
@@ -121,7 +124,7 @@ async def aiohttp_session(url: str, inflight: int) -> AsyncIterator[Post]:
 
 
 FACTORIES: dict[str, Callable[[str, int], contextlib.AbstractAsyncContextManager[Post]]] = {
-    "httpx (worker)": httpx_worker, "httpx (one pool)": httpx_one_pool,
+    "aiohttp (worker)": worker_clients, "httpx (one pool)": httpx_one_pool,
     "aiohttp": aiohttp_session}
 
 

@@ -87,7 +87,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g = p.add_argument_group("HTTP client (bench/http_client.py)")
     g.add_argument("--http-inflight", default="64,256,1024", help="POSTs in flight")
     g.add_argument("--http-seconds", type=float, help="each figure's timed window (5; quick 2)")
-    g.add_argument("--http-clients", default="httpx (worker),httpx (one pool),aiohttp")
+    g.add_argument("--http-clients", default="aiohttp (worker),httpx (one pool),aiohttp")
     g = p.add_argument_group("scaling (bench/scaling.py, the model of docs/scaling.md)")
     g.add_argument("--scaling-processes", default="1,2,4", help="ONTHEDOT_PROCESSES values")
     g.add_argument("--scaling-config", default="pg+nats", choices=("pg+nats", "pg"))

@@ -33,14 +33,16 @@ import re
 import socket
 import ssl
 import zlib
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import unquote
 
-import httpcore
+import aiohttp
 import httpx
+from aiohttp.abc import ResolveResult
+from yarl import URL
 
 from onthedot.config import Settings
 from onthedot.domain.errors import ActionError, ConfigError, EgressRefusedError
@@ -342,63 +344,161 @@ class EgressGuard:
 
 
 # --- HTTP ------------------------------------------------------------------------------------
-class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
-    """Opens every TCP connection of an HTTP client through the guard, to the checked address.
-    The connection pool still knows the original name, so TLS SNI and certificate checks use it
-    and a connection is only ever reused for the name it was checked for."""
+# The client is httpx's (redirects, cookies, per-hop request hooks, exception types) over a
+# transport of aiohttp's: httpcore's pool walked every connection several times per request
+# and cost 4-6 ms of CPU per webhook call; aiohttp's connector costs a few hundred µs
+# (docs/performance.md, "HTTP client").
+class _GuardedConnector(aiohttp.TCPConnector):
+    """Resolves every host through the guard, IP literals included: aiohttp's own
+    ``_resolve_host`` hands an IP literal straight to ``connect`` without asking the resolver,
+    so the check sits in that method rather than in an ``AbstractResolver``. aiohttp then
+    connects to exactly the addresses returned, with the URL's host name for TLS SNI and
+    certificate checks; its DNS cache is off, so every new connection is checked again, and a
+    connection is only reused for the (host, port, TLS) it was opened for."""
 
-    def __init__(self, guard: EgressGuard, inner: httpcore.AsyncNetworkBackend | None = None
-                 ) -> None:
+    def __init__(self, guard: EgressGuard, **options: Any) -> None:
+        super().__init__(use_dns_cache=False, **options)
         self._guard = guard
-        self._inner = inner or httpcore.AnyIOBackend()
 
-    # ``timeout`` parameters: the signatures are httpcore's interface.
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,  # noqa: ASYNC109
-                          local_address: str | None = None,
-                          socket_options: Iterable[Any] | None = None
-                          ) -> httpcore.AsyncNetworkStream:
+    async def _resolve_host(self, host: str, port: int,
+                            traces: Sequence[Any] | None = None) -> list[ResolveResult]:
+        addresses = await self._guard.check_host(host, port)
+        return [{"hostname": host, "host": address, "port": port,
+                 "family": socket.AF_INET6 if ":" in address else socket.AF_INET,
+                 "proto": 0, "flags": 0} for address in addresses]
+
+
+# aiohttp's connector has no public hook that sees IP literals; checked so an aiohttp change
+# that renames it fails at import instead of quietly skipping the guard for them.
+if not callable(getattr(aiohttp.TCPConnector, "_resolve_host", None)):
+    raise RuntimeError("this aiohttp version resolves hosts elsewhere; the egress guard needs it")
+
+
+class GuardedTransport(httpx.AsyncBaseTransport):
+    """Sends each request (one hop: httpx follows redirects and calls this per hop) through one
+    aiohttp session whose connections the guard opens. The session is made in the event loop
+    of the first request and kept, with its keep-alive connections, until ``aclose``."""
+
+    def __init__(self, guard: EgressGuard, ssl_context: ssl.SSLContext,
+                 limits: httpx.Limits) -> None:
+        self._guard = guard
+        self._ssl = ssl_context
+        self._limits = limits
+        self._session: aiohttp.ClientSession | None = None
+
+    def _session_now(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            keepalive = self._limits.keepalive_expiry
+            connector = _GuardedConnector(
+                self._guard, ssl=self._ssl, limit=self._limits.max_connections or 0,
+                limit_per_host=0, keepalive_timeout=keepalive if keepalive is not None else 15.0)
+            # No cookies (httpx's jar refuses them already), no proxy from the environment (it
+            # would bypass the guard), bodies left encoded (``read_capped`` bounds inflating).
+            self._session = aiohttp.ClientSession(
+                connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+                auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None),
+                skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent", "Content-Type"))
+            # aiohttp sends a PUT, DELETE or GET again by itself when a kept-alive connection
+            # breaks before the answer; the server may have acted on the first. One call is one
+            # send, as with httpx: whether to try again is the worker's retry policy. No public
+            # switch exists; tests/actions/test_http_pool.py fails if this one stops working.
+            self._session._retry_connection = False
+        return self._session
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(
+                f"Request URL has an unsupported protocol '{request.url.scheme}://'.")
+        timeouts = request.extensions.get("timeout", {})
+        timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.get("pool"),
+                                        sock_connect=timeouts.get("connect"),
+                                        sock_read=timeouts.get("read"))
+        body = await request.aread()
         try:
-            async with asyncio.timeout(timeout):
-                addresses = await self._guard.check_host(host, port)
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"resolving {host} timed out") from exc
-        error: Exception | None = None
-        for address in addresses:
-            try:
-                return await self._inner.connect_tcp(address, port, timeout, local_address,
-                                                     socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                error = exc
-        assert error is not None  # check_host never returns an empty list
-        raise error
+            answer = await self._session_now().request(
+                request.method, URL(str(request.url), encoded=True),
+                headers=[(k.decode("latin-1"), v.decode("latin-1"))
+                         for k, v in request.headers.raw],
+                data=body or None, allow_redirects=False, timeout=timeout)
+        except aiohttp.ClientConnectorCertificateError as exc:
+            raise httpx.ConnectError(str(exc.certificate_error), request=request) from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise httpx.ConnectError(_connect_failure(exc), request=request) from exc
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            kind = httpx.ConnectTimeout if isinstance(exc, aiohttp.ConnectionTimeoutError) \
+                else httpx.ReadTimeout
+            raise kind("", request=request) from exc
+        except aiohttp.ServerDisconnectedError as exc:
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request) from exc
+        except aiohttp.ClientResponseError as exc:  # the answer's head could not be parsed
+            raise httpx.RemoteProtocolError(_one_line(exc.message), request=request) from exc
+        except aiohttp.ClientOSError as exc:  # the connection broke while the request was sent
+            raise httpx.WriteError(str(exc), request=request) from exc
+        except aiohttp.ClientError as exc:
+            raise httpx.NetworkError(f"{type(exc).__name__}: {exc}", request=request) from exc
+        return httpx.Response(
+            status_code=answer.status, headers=[(k, v) for k, v in answer.raw_headers],
+            stream=_AnswerStream(answer, request),
+            extensions={"http_version": b"HTTP/1.1",
+                        "reason_phrase": (answer.reason or "").encode("latin-1", "replace")})
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,  # noqa: ASYNC109
-                                  socket_options: Iterable[Any] | None = None
-                                  ) -> httpcore.AsyncNetworkStream:
-        raise EgressRefusedError("outbound calls over unix sockets are refused")
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+
+def _connect_failure(exc: aiohttp.ClientConnectorError) -> str:
+    """What httpx said for the same failure: the TLS error's own text, or that every address
+    refused."""
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return str(exc.os_error)
+    return "All connection attempts failed"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())  # aiohttp's parse errors draw a caret under the bad byte
+
+
+class _AnswerStream(httpx.AsyncByteStream):
+    """The answer's body as it arrives. Closed before its end (``read_capped`` stopped at the
+    cap), the connection is dropped instead of being read to the end for reuse."""
+
+    def __init__(self, answer: aiohttp.ClientResponse, request: httpx.Request) -> None:
+        self._answer = answer
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._answer.content.iter_any():
+                yield chunk
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise httpx.ReadTimeout("", request=self._request) from exc
+        except aiohttp.ClientPayloadError as exc:
+            raise httpx.RemoteProtocolError(
+                "peer closed connection without sending complete message body",
+                request=self._request) from exc
+        except aiohttp.ClientOSError as exc:
+            raise httpx.ReadError(str(exc), request=self._request) from exc
+        except aiohttp.ClientError as exc:
+            raise httpx.ReadError(f"{type(exc).__name__}: {exc}", request=self._request) from exc
+
+    async def aclose(self) -> None:
+        if self._answer.content.at_eof():
+            self._answer.release()
+        else:
+            self._answer.close()
 
 
 def guarded_transport(guard: EgressGuard, *, verify: ssl.SSLContext | bool = True,
-                      limits: httpx.Limits | None = None) -> httpx.AsyncHTTPTransport:
+                      limits: httpx.Limits | None = None) -> GuardedTransport:
     """An httpx transport whose connections are opened through ``guard``. ``verify``: True
     (the system's CAs), or an ``ssl.SSLContext`` (one trusting a test CA)."""
     limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
     ssl_context = verify if isinstance(verify, ssl.SSLContext) \
         else httpx.create_ssl_context(verify=verify)
-    transport = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits)
-    # httpx has no public way to give its pool a network backend; its transport keeps the
-    # httpcore pool in ``_pool`` and only forwards to it. Checked so an httpx change fails loud.
-    if not isinstance(getattr(transport, "_pool", None), httpcore.AsyncConnectionPool):
-        raise RuntimeError("this httpx version keeps its pool elsewhere; the guard needs it")
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=ssl_context, max_connections=limits.max_connections,
-        max_keepalive_connections=limits.max_keepalive_connections,
-        keepalive_expiry=limits.keepalive_expiry,
-        network_backend=GuardedNetworkBackend(guard))
-    return transport
+    return GuardedTransport(guard, ssl_context, limits)
 
 
 # Request extension naming the secret headers of a request and the origin they belong to;

@@ -739,3 +739,151 @@ WHERE user_id = :from_user
 
 -- name: inbox_reassign
 UPDATE inbox SET user_id = :to_user WHERE user_id = :from_user
+
+-- name: runs_claim
+-- run_claim for a batch of claims (store/run_batches.py) in one statement; :claims is a JSON
+-- array of {run_id, token, now, lease_expires_at}. Each claim keeps its own guard; two claims
+-- of one run update it once, with one of the tokens (the returned lease_token says whose).
+UPDATE job_runs
+SET status = 'RUNNING', attempt = attempt + 1, lease_token = c.token,
+    lease_expires_at = c.lease_expires_at, started_at = c.now, error = NULL, retry_at = NULL
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.now') AS now,
+             json_extract(value, '$.lease_expires_at') AS lease_expires_at
+      FROM json_each(:claims)) AS c
+WHERE job_runs.run_id = c.run_id
+  AND (job_runs.status = 'ENQUEUED'
+       OR (job_runs.status = 'RUNNING' AND job_runs.lease_expires_at <= c.now))
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+RETURNING *
+
+-- name: runs_stop_next_attempt
+-- run_stop_next_attempt for a batch of claims (the same :claims), in the same transaction.
+UPDATE job_runs
+SET status = 'CANCELLED', finished_at = c.now, lease_token = NULL, lease_expires_at = NULL,
+    retry_at = NULL,
+    error = (SELECT CASE j.status WHEN 'paused' THEN :paused_error ELSE :deleted_error END
+                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.now') AS now
+      FROM json_each(:claims)) AS c
+WHERE job_runs.run_id = c.run_id
+  AND (job_runs.status = 'ENQUEUED'
+       OR (job_runs.status = 'RUNNING' AND job_runs.lease_expires_at <= c.now))
+  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+              AND (j.status = 'cancelled'
+                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+RETURNING run_id, finished_at
+
+-- name: attempts_lost_many
+-- attempts_lost for many runs; :ended is a JSON array of {run_id, now}.
+UPDATE run_attempts SET status = 'lost', finished_at = e.now, error = :error
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.now') AS now
+      FROM json_each(:ended)) AS e
+WHERE run_attempts.run_id = e.run_id AND run_attempts.status = 'running'
+
+-- name: attempts_start_many
+-- attempt_start for many runs; :started is a JSON array of {run_id, token, attempt, now}.
+INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
+SELECT json_extract(value, '$.run_id'), json_extract(value, '$.token'),
+       json_extract(value, '$.attempt'), 'running', json_extract(value, '$.now')
+FROM json_each(:started)
+
+-- name: attempts_end_many
+-- attempt_end for many attempts; :ended is a JSON array of attempt_end's parameters.
+UPDATE run_attempts
+SET status = e.a_status, finished_at = e.a_now, error = e.a_error, preview = e.a_preview
+FROM (SELECT json_extract(value, '$.a_run_id') AS a_run_id,
+             json_extract(value, '$.a_token') AS a_token,
+             json_extract(value, '$.a_status') AS a_status,
+             json_extract(value, '$.a_now') AS a_now,
+             json_extract(value, '$.a_error') AS a_error,
+             json_extract(value, '$.a_preview') AS a_preview
+      FROM json_each(:ended)) AS e
+WHERE run_attempts.run_id = e.a_run_id AND run_attempts.token = e.a_token
+  AND run_attempts.status = 'running'
+
+-- name: runs_retry
+-- run_retry for a batch; :retries is a JSON array of {run_id, token, error, retry_at}.
+UPDATE job_runs SET status = 'RETRYING', error = t.error, lease_expires_at = NULL,
+                    retry_at = t.retry_at
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.error') AS error,
+             json_extract(value, '$.retry_at') AS retry_at
+      FROM json_each(:retries)) AS t
+WHERE job_runs.run_id = t.run_id AND job_runs.status = 'RUNNING'
+  AND job_runs.lease_token = t.token
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+RETURNING run_id, lease_token, status
+
+-- name: runs_retry_stopped
+-- run_retry_stopped for a batch (the same :retries, each with its paused_error and
+-- deleted_error), after runs_retry in the same transaction.
+UPDATE job_runs
+SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = t.now,
+    error = (SELECT CASE j.status WHEN 'paused' THEN t.paused_error ELSE t.deleted_error END
+                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.now') AS now,
+             json_extract(value, '$.paused_error') AS paused_error,
+             json_extract(value, '$.deleted_error') AS deleted_error
+      FROM json_each(:retries)) AS t
+WHERE job_runs.run_id = t.run_id AND job_runs.status = 'RUNNING'
+  AND job_runs.lease_token = t.token
+  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+              AND (j.status = 'cancelled'
+                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+RETURNING run_id, lease_token, status
+
+-- name: runs_finish
+-- run_finish for a batch; :finishes is a JSON array of {run_id, token, status, finished_at,
+-- output, error, dead_lettered}. The returned rows are the runs it finished.
+UPDATE job_runs
+SET status = f.status, finished_at = f.finished_at, output = f.output, error = f.error,
+    dead_lettered = f.dead_lettered, lease_expires_at = NULL
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.status') AS status,
+             json_extract(value, '$.finished_at') AS finished_at,
+             json_extract(value, '$.output') AS output, json_extract(value, '$.error') AS error,
+             json_extract(value, '$.dead_lettered') AS dead_lettered
+      FROM json_each(:finishes)) AS f
+WHERE job_runs.run_id = f.run_id AND job_runs.status = 'RUNNING'
+  AND job_runs.lease_token = f.token
+RETURNING run_id, job_id, lease_token
+
+-- name: inbox_insert_many
+-- inbox_insert for many items; :items is a JSON array of inbox_params.
+INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
+                   created_at)
+SELECT json_extract(value, '$.item_id'), json_extract(value, '$.user_id'),
+       json_extract(value, '$.job_id'), json_extract(value, '$.run_id'),
+       json_extract(value, '$.title'), json_extract(value, '$.body'),
+       json_extract(value, '$.output'), json_extract(value, '$.scheduled_at'),
+       json_extract(value, '$.created_at')
+FROM json_each(:items)
+WHERE true
+ON CONFLICT (run_id) DO NOTHING
+
+-- name: inbox_delivered_many
+-- inbox_delivered for many items (the same :items).
+INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
+                        sent_at, updated_at)
+SELECT json_extract(value, '$.run_id'), 'inbox', 'inbox', 'inbox', 'delivered', 1,
+       json_extract(value, '$.claim_token'), json_extract(value, '$.now'),
+       json_extract(value, '$.now')
+FROM json_each(:items)
+WHERE true
+ON CONFLICT (run_id, channel_key) DO NOTHING
+
+-- name: events_append_many
+-- event_append for many runs, in the array's order; :events is a JSON array of
+-- {job_id, run_id, status, emitted_at}.
+INSERT INTO run_events (job_id, run_id, status, emitted_at)
+SELECT json_extract(value, '$.job_id'), json_extract(value, '$.run_id'),
+       json_extract(value, '$.status'), json_extract(value, '$.emitted_at')
+FROM json_each(:events)
+ORDER BY key
+RETURNING event_id, run_id

@@ -9,13 +9,19 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+import psycopg
+import pytest
+
 from onthedot.domain.delivery import InboxItem
+from onthedot.domain.errors import BackendError
 from onthedot.domain.history import AttemptStatus
 from onthedot.domain.ids import ulid_floor
 from onthedot.domain.models import JobStatus, RunStatus
 from onthedot.store.base import RunClaim, RunFinish, RunRetry, Store
+from onthedot.store.postgres import PostgresStore
+from tests.support.waiting import async_wait_until
 
-from .conftest import StoreEnv
+from .conftest import PG_DSN, StoreEnv
 from .factories import new_token
 from .test_job_guard import set_job_status
 from .test_statement_counts import Delta
@@ -162,3 +168,53 @@ async def test_two_workers_finish_the_same_runs_at_once(
     for r in runs[:10]:
         attempts = await store.run_attempts(r.run_id, 10)
         assert [a.status for a in attempts] == [AttemptStatus.LOST, AttemptStatus.SUCCEEDED]
+
+
+@pytest.mark.postgres
+async def test_a_batch_cut_off_by_a_lost_session_fails_each_caller_and_lands_once_later(
+        pg_store: PostgresStore, pg_env: StoreEnv) -> None:
+    """What a PostgreSQL outage does to a batch in flight: its session is cut mid-statement.
+    Every caller of that batch must get BackendError (which the worker retries, keeping the
+    message), never another error (the worker would let the message go and the action would
+    run again); written again, each result lands once."""
+    store = pg_store
+    now = half_past()
+    job = await with_job(store)
+    runs = [await run_in(store, job, RunStatus.RUNNING, now=now - timedelta(minutes=1),
+                         scheduled_at=now - timedelta(seconds=i + 1)) for i in range(21)]
+    finishes = [RunFinish(run_id=r.run_id, token=str(r.lease_token), status=RunStatus.SUCCEEDED,
+                          finished_at=now, output={"n": i}) for i, r in enumerate(runs)]
+    app = f"onthedot/{store.schema}"
+    async with await psycopg.AsyncConnection.connect(PG_DSN) as blocker, \
+            await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as admin:
+        await blocker.execute("SELECT set_config('search_path', quote_ident(%s), false)",
+                              (store.schema,))
+        await blocker.execute("SELECT 1 FROM job_runs WHERE run_id = ANY(%s) FOR UPDATE",
+                              ([runs[0].run_id, runs[1].run_id],))
+
+        async def waiting_pid() -> int | None:
+            cur = await admin.execute("SELECT pid FROM pg_stat_activity WHERE "
+                                      "application_name = %s AND wait_event_type = 'Lock'",
+                                      (app,))
+            row = await cur.fetchone()
+            return None if row is None else int(row[0])
+
+        lone = asyncio.create_task(store.run_finish(finishes[0]))
+        pid = await async_wait_until(waiting_pid, 30, "the lone finish to wait for the lock")
+        batch = [asyncio.create_task(store.run_finish(f)) for f in finishes[1:]]
+        await asyncio.sleep(0)  # queued behind the lone one: they go together next
+        await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        assert isinstance((await asyncio.gather(lone, return_exceptions=True))[0], BackendError)
+        pid = await async_wait_until(waiting_pid, 30, "the batch to wait for the lock")
+        await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        failed = await asyncio.gather(*batch, return_exceptions=True)
+        await blocker.rollback()
+    assert all(isinstance(f, BackendError) for f in failed), failed
+    assert await store.runs_count_by_status() == {RunStatus.RUNNING: len(runs)}
+
+    again = await asyncio.gather(*(store.run_finish(f) for f in finishes))  # the worker's retry
+    assert all(e is not None for e in again)
+    twice = await asyncio.gather(*(store.run_finish(f) for f in finishes))
+    assert twice == [None] * len(runs), "a result recorded twice"
+    events = await visible_events(store, 0, len(runs))
+    assert sorted(e.run_id for e in events) == sorted(r.run_id for r in runs)

@@ -153,6 +153,10 @@ class Worker:
         return len(deliveries)
 
     async def run(self, stop: asyncio.Event) -> None:
+        # Built before any run is held: building them holds the event loop (a TLS context per
+        # client), and in the middle of the first burst that held up the heartbeats of the
+        # runs just claimed past their messages' visibility timeout.
+        await self.http()
         stopped = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():

@@ -293,52 +293,6 @@ FROM oldest
 WHERE w.shard = oldest.shard AND oldest.bucket < w.bucket
 RETURNING w.shard, w.bucket
 
--- name: run_claim
--- A new attempt: for a queued run, or a running one whose worker stopped renewing. A RETRYING
--- run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at. The attempt
--- starts in the same statement; an attempt of the run still running lost its lease. A run the
--- job guard stops starts no attempt (answered with no row).
--- The job guard (store/job_guard.py), the same in every statement that starts or resumes
--- work: the job's row is locked FOR SHARE before the run's row is written. A pause's or
--- delete's UPDATE of the job (FOR NO KEY UPDATE) conflicts with it, so the status read here is
--- the committed one and stays so until this transaction ends (an EXISTS on jobs without the
--- lock reads the old status past an uncommitted pause). A stopped run ends CANCELLED.
-WITH job AS MATERIALIZED (
-    SELECT j.status FROM jobs AS j
-    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
-                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
-    FOR SHARE
-), claimed AS (
-    UPDATE job_runs
-    SET status = 'RUNNING', attempt = attempt + 1, lease_token = %(token)s,
-        lease_expires_at = %(lease_expires_at)s, started_at = %(now)s, error = NULL,
-        retry_at = NULL
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
-      AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
-                      OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
-    RETURNING *
-), stopped AS (
-    UPDATE job_runs
-    SET status = 'CANCELLED', finished_at = %(now)s, lease_token = NULL,
-        lease_expires_at = NULL, retry_at = NULL,
-        error = (SELECT CASE job.status WHEN 'paused' THEN %(paused_error)s
-                        ELSE %(deleted_error)s END FROM job)
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
-      AND EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
-                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
-    RETURNING run_id
-), lost AS (
-    UPDATE run_attempts AS a SET status = 'lost', finished_at = %(now)s, error = %(lost_error)s
-    WHERE a.status = 'running'
-      AND a.run_id IN (SELECT run_id FROM claimed UNION ALL SELECT run_id FROM stopped)
-), started AS (
-    INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
-    SELECT run_id, lease_token, attempt, 'running', started_at FROM claimed
-)
-SELECT * FROM claimed
-
 -- name: run_release
 -- A worker shutting down hands the run back undone: the interrupted attempt does not count
 -- (its attempt row ends as released). Under the job guard: a stopped run ends CANCELLED.
@@ -383,99 +337,6 @@ SELECT status FROM moved
 UPDATE job_runs SET lease_expires_at = %(lease_expires_at)s
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
   AND status = 'RUNNING' AND lease_token = %(token)s
-
--- name: run_retry
--- The failed attempt ends in the same statement. Under the job guard: a stopped run ends
--- CANCELLED instead of RETRYING. Answers the status the run moved to.
-WITH job AS MATERIALIZED (
-    SELECT j.status FROM jobs AS j
-    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
-                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
-    FOR SHARE
-), retrying AS (
-    UPDATE job_runs SET status = 'RETRYING', error = %(error)s, lease_expires_at = NULL,
-                        retry_at = %(retry_at)s
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND status = 'RUNNING' AND lease_token = %(token)s
-      AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
-                      OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
-    RETURNING run_id, status
-), stopped AS (
-    UPDATE job_runs
-    SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = %(now)s,
-        error = (SELECT CASE job.status WHEN 'paused' THEN %(paused_error)s
-                        ELSE %(deleted_error)s END FROM job)
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND status = 'RUNNING' AND lease_token = %(token)s
-      AND EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
-                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
-    RETURNING run_id, status
-), moved AS (
-    SELECT * FROM retrying UNION ALL SELECT * FROM stopped
-), ended AS (
-    UPDATE run_attempts AS a
-    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
-        preview = %(a_preview)s
-    FROM moved
-    WHERE a.run_id = moved.run_id AND a.token = %(a_token)s AND a.status = 'running'
-)
-SELECT status FROM moved
-
--- name: run_finish
--- The terminal status, its RunEvent and the end of the attempt in one statement (so in one
--- transaction).
-WITH finished AS (
-    UPDATE job_runs
-    SET status = %(status)s, finished_at = %(finished_at)s, output = %(output)s::jsonb,
-        error = %(error)s, dead_lettered = %(dead_lettered)s, lease_expires_at = NULL
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND status = 'RUNNING' AND lease_token = %(token)s
-    RETURNING job_id, run_id, status
-), ended AS (
-    UPDATE run_attempts AS a
-    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
-        preview = %(a_preview)s
-    FROM finished
-    WHERE a.run_id = finished.run_id AND a.token = %(a_token)s AND a.status = 'running'
-)
-INSERT INTO run_events (job_id, run_id, status, emitted_at)
-SELECT job_id, run_id, status, %(finished_at)s FROM finished
-RETURNING event_id, job_id
-
--- name: run_finish_with_inbox
--- run_finish, and the run's inbox item with its delivery row, in one statement: the item is
--- written exactly when the attempt's success is (parameters of the item carry an i_ prefix).
-WITH finished AS (
-    UPDATE job_runs
-    SET status = %(status)s, finished_at = %(finished_at)s, output = %(output)s::jsonb,
-        error = %(error)s, dead_lettered = %(dead_lettered)s, lease_expires_at = NULL
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND status = 'RUNNING' AND lease_token = %(token)s
-    RETURNING job_id, run_id, status
-), item AS (
-    INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
-                       created_at)
-    SELECT %(i_item_id)s, %(i_user_id)s, job_id, run_id, %(i_title)s, %(i_body)s,
-           %(i_output)s::jsonb, %(i_scheduled_at)s, %(i_created_at)s
-    FROM finished
-    ON CONFLICT (run_id) DO NOTHING
-), delivered AS (
-    INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts,
-                            claim_token, sent_at, updated_at)
-    SELECT run_id, 'inbox', 'inbox', 'inbox', 'delivered', 1, %(token)s, %(i_created_at)s,
-           %(i_created_at)s
-    FROM finished
-    ON CONFLICT (run_id, channel_key) DO NOTHING
-), ended AS (
-    UPDATE run_attempts AS a
-    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
-        preview = %(a_preview)s
-    FROM finished
-    WHERE a.run_id = finished.run_id AND a.token = %(a_token)s AND a.status = 'running'
-)
-INSERT INTO run_events (job_id, run_id, status, emitted_at)
-SELECT job_id, run_id, status, %(finished_at)s FROM finished
-RETURNING event_id, job_id
 
 -- name: run_redrive
 -- Under the job guard: a dead letter of a stopped run stays where it is (no row).
@@ -1147,13 +1008,21 @@ WHERE r.run_id = held.run_id AND r.scheduled_at = held.scheduled_at
 RETURNING r.run_id
 
 -- name: runs_claim
--- run_claim for a worker's claims that arrive together, in ONE statement, with each claimed
--- run's job (its columns prefixed j_; NULL when the job row is gone), so the worker reads no
--- job of its own. Each claim keeps its own guard: a claim whose run is not claimable, or whose
--- job stops it, gets no row. Two claims of one run: the row is updated once, with one of the
--- tokens, and only that caller gets the row. The jobs' rows are locked FOR SHARE first, in
--- job order (the job guard, see run_claim); the runs are written in the order given (the
--- store sorts the claims by run id).
+-- A new attempt for each of a worker's claims that arrive together (store/run_batches.py), in
+-- ONE statement: for a queued run, or a running one whose worker stopped renewing. A RETRYING
+-- run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at. The attempt
+-- starts in the same statement; an attempt of the run still running lost its lease. Each
+-- claimed run comes with its job (its columns prefixed j_; NULL when the job row is gone), so
+-- the worker reads no job of its own. Each claim keeps its own guard: a claim whose run is not
+-- claimable, or whose job stops it, gets no row. Two claims of one run: the row is updated
+-- once, with one of the tokens, and only that caller gets the row. The runs are written in
+-- the order given (the store sorts the claims by run id).
+-- The job guard (store/job_guard.py), the same in every statement that starts or resumes
+-- work: the jobs' rows are locked FOR SHARE, in job order, before a run's row is written. A
+-- pause's or delete's UPDATE of the job (FOR NO KEY UPDATE) conflicts with it, so the status
+-- read here is the committed one and stays so until this transaction ends (an EXISTS on jobs
+-- without the lock reads the old status past an uncommitted pause). A stopped run ends
+-- CANCELLED.
 WITH claim AS (
     SELECT * FROM unnest(%(run_ids)s::text[], %(scheduled_ats)s::timestamptz[],
                          %(tokens)s::text[], %(nows)s::timestamptz[],
@@ -1212,7 +1081,7 @@ SELECT claimed.*,
 FROM claimed LEFT JOIN job ON job.job_id = claimed.job_id
 
 -- name: runs_retry
--- run_retry for a worker's retries that arrive together, in ONE statement; each row answers
+-- A failed attempt's run put up for a retry, for a worker's retries that arrive together, in ONE statement; each row answers
 -- one retry (run id, token, the status it moved to). Under the job guard, the jobs' rows
 -- locked FOR SHARE first, in job order: a stopped run ends CANCELLED with its own reason
 -- (paused_errors / deleted_errors) instead of RETRYING.
@@ -1259,8 +1128,9 @@ WITH retry AS (
 SELECT run_id, token, status FROM moved
 
 -- name: runs_finish
--- run_finish (with or without the run's inbox item: the i_ values are NULL without) for a
--- worker's finishes that arrive together, in ONE statement; each returned row answers one
+-- The terminal status, its RunEvent, the end of the attempt and (the i_ values; NULL without)
+-- the run's inbox item with its delivery row, for a worker's finishes that arrive together,
+-- in ONE statement (so the item is written exactly when the success is); each returned row answers one
 -- finish (run id, token, its event). A finish whose token no longer holds its run gets no row.
 WITH finish AS (
     SELECT * FROM unnest(%(run_ids)s::text[], %(scheduled_ats)s::timestamptz[],

@@ -211,23 +211,6 @@ WHERE (SELECT min(r.time_bucket) FROM job_runs AS r
        WHERE r.shard = w.shard AND r.status = 'PENDING') < w.bucket
 RETURNING shard, bucket
 
--- name: run_claim
--- A new attempt: for a queued run, or a running one whose worker stopped renewing.
--- A RETRYING run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at.
--- The job guard (store/job_guard.py), the same in every transition that starts or resumes
--- work: a scheduled run of a paused job, or any run of a deleted one, does not move here; the
--- same write transaction (BEGIN IMMEDIATE, so no pause lands in between) then ends it with
--- run_stop_next_attempt.
-UPDATE job_runs
-SET status = 'RUNNING', attempt = attempt + 1, lease_token = :token,
-    lease_expires_at = :lease_expires_at, started_at = :now, error = NULL, retry_at = NULL
-WHERE run_id = :run_id
-  AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= :now))
-  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
-                  AND (j.status = 'cancelled'
-                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
-RETURNING *
-
 -- name: run_stop_next_attempt
 -- The job guard stops a queued run, or one whose worker died, before its next attempt: it
 -- ends CANCELLED with the reason (claims and the rescuer's hand-backs).
@@ -268,32 +251,6 @@ WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
 -- name: run_extend_lease
 UPDATE job_runs SET lease_expires_at = :lease_expires_at
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
-
--- name: run_retry
--- Under the job guard; run_retry_stopped ends a stopped run instead of retrying it.
-UPDATE job_runs SET status = 'RETRYING', error = :error, lease_expires_at = NULL,
-                    retry_at = :retry_at
-WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
-  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
-                  AND (j.status = 'cancelled'
-                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
-
--- name: run_retry_stopped
-UPDATE job_runs
-SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = :now,
-    error = (SELECT CASE j.status WHEN 'paused' THEN :paused_error ELSE :deleted_error END
-                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
-WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
-  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
-              AND (j.status = 'cancelled'
-                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
-
--- name: run_finish
-UPDATE job_runs
-SET status = :status, finished_at = :finished_at, output = :output, error = :error,
-    dead_lettered = :dead_lettered, lease_expires_at = NULL
-WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
-RETURNING job_id
 
 -- name: event_append
 INSERT INTO run_events (job_id, run_id, status, emitted_at)
@@ -384,7 +341,7 @@ ORDER BY enqueued_at LIMIT :limit
 
 -- name: run_requeue_running
 -- The attempt whose lease ran out stays counted; a late write of its worker is fenced.
--- Under the job guard (run_claim); a stopped run ends with run_stop_next_attempt.
+-- Under the job guard (runs_claim); a stopped run ends with run_stop_next_attempt.
 UPDATE job_runs
 SET status = 'ENQUEUED', enqueued_at = :now, lease_token = NULL, lease_expires_at = NULL
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
@@ -395,7 +352,7 @@ WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
 RETURNING *
 
 -- name: run_requeue_enqueued
--- Under the job guard (run_claim); a stopped run ends with run_stop_next_attempt.
+-- Under the job guard (runs_claim); a stopped run ends with run_stop_next_attempt.
 UPDATE job_runs SET enqueued_at = :now
 WHERE run_id = :run_id AND status = 'ENQUEUED' AND enqueued_at = :enqueued_at
   AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
@@ -536,15 +493,6 @@ SELECT EXISTS (SELECT 1 FROM api_tokens) AS present
 
 -- --- attempts and job history (0006) -----------------------------------------------------
 
--- name: attempt_start
-INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
-VALUES (:run_id, :token, :attempt, 'running', :now)
-
--- name: attempts_lost
--- Before a new attempt starts: any attempt of the run still running lost its lease.
-UPDATE run_attempts SET status = 'lost', finished_at = :now, error = :error
-WHERE run_id = :run_id AND status = 'running'
-
 -- name: attempt_end
 UPDATE run_attempts
 SET status = :a_status, finished_at = :a_now, error = :a_error, preview = :a_preview
@@ -625,19 +573,6 @@ WHERE run_id = :run_id AND channel_key = :channel_key AND status = 'sending'
 SELECT * FROM deliveries
 WHERE run_id IN (SELECT value FROM json_each(:run_ids))
 ORDER BY run_id, channel_key
-
--- name: inbox_insert
-INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
-                   created_at)
-VALUES (:item_id, :user_id, :job_id, :run_id, :title, :body, :output, :scheduled_at,
-        :created_at)
-ON CONFLICT (run_id) DO NOTHING
-
--- name: inbox_delivered
-INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
-                        sent_at, updated_at)
-VALUES (:run_id, 'inbox', 'inbox', 'inbox', 'delivered', 1, :claim_token, :now, :now)
-ON CONFLICT (run_id, channel_key) DO NOTHING
 
 -- name: inbox_list
 -- Unread first, then newest first; the cursor is the last item of the previous page.
@@ -741,8 +676,14 @@ WHERE user_id = :from_user
 UPDATE inbox SET user_id = :to_user WHERE user_id = :from_user
 
 -- name: runs_claim
--- run_claim for a batch of claims (store/run_batches.py) in one statement; :claims is a JSON
--- array of {run_id, token, now, lease_expires_at}. Each claim keeps its own guard; two claims
+-- A new attempt for each claim of a batch (store/run_batches.py), in one statement: for a
+-- queued run, or a running one whose worker stopped renewing (a RETRYING run is not
+-- claimable: the rescuer hands it back at its retry_at); :claims is a JSON array of
+-- {run_id, token, now, lease_expires_at}.
+-- The job guard (store/job_guard.py), the same in every transition that starts or resumes
+-- work: a scheduled run of a paused job, or any run of a deleted one, does not move here; the
+-- same write transaction (BEGIN IMMEDIATE, so no pause lands in between) then ends it with
+-- runs_stop_next_attempt. Each claim keeps its own guard; two claims
 -- of one run update it once, with one of the tokens (the returned lease_token says whose).
 UPDATE job_runs
 SET status = 'RUNNING', attempt = attempt + 1, lease_token = c.token,
@@ -777,14 +718,14 @@ WHERE job_runs.run_id = c.run_id
 RETURNING run_id, finished_at
 
 -- name: attempts_lost_many
--- attempts_lost for many runs; :ended is a JSON array of {run_id, now}.
+-- Before new attempts start: any attempt of these runs still running lost its lease; :ended is a JSON array of {run_id, now}.
 UPDATE run_attempts SET status = 'lost', finished_at = e.now, error = :error
 FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.now') AS now
       FROM json_each(:ended)) AS e
 WHERE run_attempts.run_id = e.run_id AND run_attempts.status = 'running'
 
 -- name: attempts_start_many
--- attempt_start for many runs; :started is a JSON array of {run_id, token, attempt, now}.
+-- The attempts that start; :started is a JSON array of {run_id, token, attempt, now}.
 INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
 SELECT json_extract(value, '$.run_id'), json_extract(value, '$.token'),
        json_extract(value, '$.attempt'), 'running', json_extract(value, '$.now')
@@ -805,7 +746,8 @@ WHERE run_attempts.run_id = e.a_run_id AND run_attempts.token = e.a_token
   AND run_attempts.status = 'running'
 
 -- name: runs_retry
--- run_retry for a batch; :retries is a JSON array of {run_id, token, error, retry_at}.
+-- Failed attempts' runs put up for a retry, under the job guard (runs_retry_stopped ends a
+-- stopped run instead); :retries is a JSON array of {run_id, token, error, retry_at}.
 UPDATE job_runs SET status = 'RETRYING', error = t.error, lease_expires_at = NULL,
                     retry_at = t.retry_at
 FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.token') AS token,
@@ -820,7 +762,7 @@ WHERE job_runs.run_id = t.run_id AND job_runs.status = 'RUNNING'
 RETURNING run_id, lease_token, status
 
 -- name: runs_retry_stopped
--- run_retry_stopped for a batch (the same :retries, each with its paused_error and
+-- The retries the job guard stops, CANCELLED (the same :retries, each with its paused_error and
 -- deleted_error), after runs_retry in the same transaction.
 UPDATE job_runs
 SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = t.now,
@@ -839,7 +781,8 @@ WHERE job_runs.run_id = t.run_id AND job_runs.status = 'RUNNING'
 RETURNING run_id, lease_token, status
 
 -- name: runs_finish
--- run_finish for a batch; :finishes is a JSON array of {run_id, token, status, finished_at,
+-- The terminal status of a batch of runs (their events, attempts and inbox items follow in
+-- the same transaction); :finishes is a JSON array of {run_id, token, status, finished_at,
 -- output, error, dead_lettered}. The returned rows are the runs it finished.
 UPDATE job_runs
 SET status = f.status, finished_at = f.finished_at, output = f.output, error = f.error,
@@ -855,7 +798,7 @@ WHERE job_runs.run_id = f.run_id AND job_runs.status = 'RUNNING'
 RETURNING run_id, job_id, lease_token
 
 -- name: inbox_insert_many
--- inbox_insert for many items; :items is a JSON array of inbox_params.
+-- The runs' inbox items; :items is a JSON array of inbox_params.
 INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
                    created_at)
 SELECT json_extract(value, '$.item_id'), json_extract(value, '$.user_id'),
@@ -868,7 +811,7 @@ WHERE true
 ON CONFLICT (run_id) DO NOTHING
 
 -- name: inbox_delivered_many
--- inbox_delivered for many items (the same :items).
+-- Their DELIVERED rows (the same :items).
 INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
                         sent_at, updated_at)
 SELECT json_extract(value, '$.run_id'), 'inbox', 'inbox', 'inbox', 'delivered', 1,

@@ -153,9 +153,9 @@ class SlowClaims(CountingStore):
         super().__init__(store)
         self.delay = delay
 
-    async def run_claim(self, claim: RunClaim) -> Any:
+    async def run_claim_job(self, claim: RunClaim) -> Any:
         await asyncio.sleep(self.delay)
-        return await self._store.run_claim(claim)
+        return await self._store.run_claim_job(claim)
 
 
 async def test_a_run_claimed_late_keeps_its_message(

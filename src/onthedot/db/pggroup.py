@@ -30,10 +30,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow
@@ -43,6 +43,7 @@ from onthedot.db.pgpool import conflict
 from onthedot.domain.errors import StatementRefusedError
 
 Conn = AsyncConnection[DictRow]
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 MAX_STATEMENTS = 256  # in one flush: a transaction short enough to hold its row locks briefly
 CONFLICT_ATTEMPTS = 4  # runs of one statement that keeps losing a conflict, then its error
@@ -82,18 +83,24 @@ class StatementGroups:
             return [await cursors[i].fetchone() for i in range(len(statements))]
 
     async def _run_alone(self, statement: _Statement) -> DictRow | None:
-        """One statement in its own transaction; one that lost a conflict (deadlock,
-        serialization failure, lock or statement timeout) is tried again, a few times: it was
-        rolled back, and its guard makes running it again as safe as running it once."""
-        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
-            try:
-                (row,) = await self._run([statement])
-            except StatementRefusedError as exc:
-                if attempt == CONFLICT_ATTEMPTS or not conflict(exc.__cause__):
-                    raise
-                log.info("statement on %s lost a conflict (%s); trying again",
-                         statement.key, type(exc.__cause__).__name__)
-                await asyncio.sleep(CONFLICT_PAUSE_SECONDS * (1 + random.random()))
-            else:
-                return row
-        raise AssertionError("unreachable")  # the loop returns or raises
+        async def run() -> DictRow | None:
+            (row,) = await self._run([statement])
+            return row
+
+        return await conflict_retried(statement.key, run)
+
+
+async def conflict_retried(key: str, write: Callable[[], Awaitable[T]]) -> T:
+    """One write in its own transaction; one that lost a conflict (deadlock, serialization
+    failure, lock or statement timeout) is tried again, a few times: it was rolled back, and
+    its guard makes running it again as safe as running it once."""
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        try:
+            return await write()
+        except StatementRefusedError as exc:
+            if attempt == CONFLICT_ATTEMPTS or not conflict(exc.__cause__):
+                raise
+            log.info("statement on %s lost a conflict (%s); trying again",
+                     key, type(exc.__cause__).__name__)
+            await asyncio.sleep(CONFLICT_PAUSE_SECONDS * (1 + random.random()))
+    raise AssertionError("unreachable")  # the loop returns or raises

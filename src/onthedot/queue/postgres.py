@@ -45,6 +45,7 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow
 
+from onthedot.db.coalesce import Coalescer
 from onthedot.db.pgpool import IDENTIFIER_MAX_BYTES, Conn, LazyPool, apply_migrations
 from onthedot.db.sqlfile import load_queries
 from onthedot.domain.clock import Clock, SystemClock
@@ -58,6 +59,7 @@ POLL_SECONDS = 1.0  # fallback: an idle receive looks again at least this often
 MIN_PAUSE_SECONDS = 0.01  # a visible row another receiver was taking: look again this soon
 RELISTEN_SECONDS = 1.0  # after the LISTEN connection broke, before connecting again
 POOL_TIMEOUT_SECONDS = 10.0  # wait for a pooled connection, then BackendError
+ACK_BATCH = 256  # acks in one statement at most
 
 
 def channel_name(schema: str) -> str:
@@ -81,6 +83,8 @@ class PostgresQueue:
         self.poll_seconds = poll_seconds
         self.channel = channel_name(schema)
         self._clock = clock or SystemClock()
+        self._acks: Coalescer[tuple[str, int], bool] = Coalescer(
+            self._ack_many, self._ack_one, max_items=ACK_BATCH, what="acks")
         self._db = LazyPool(dsn, schema=schema, role="queue", pool_min=pool_min,
                             pool_max=pool_max, timeout_seconds=pool_timeout_seconds)
         self._closed = False
@@ -175,7 +179,21 @@ class PostgresQueue:
         return await self._guarded("extend", delivery, invisible_until=until)
 
     async def ack(self, delivery: Delivery) -> bool:
-        return await self._guarded("ack", delivery)
+        receipt = _receipt(delivery)
+        if receipt is None:
+            return False
+        # Acks that arrive together (a worker finishing a burst) go as one statement.
+        return await self._acks.submit((delivery.message_id, receipt))
+
+    async def _ack_many(self, acks: list[tuple[str, int]]) -> list[bool]:
+        ordered = sorted(acks)  # one lock order
+        rows = await self._all(Q["ack_many"], {"message_ids": [a[0] for a in ordered],
+                                               "receipts": [a[1] for a in ordered]})
+        settled = {(str(r["message_id"]), int(r["receipt"])) for r in rows}
+        return [a in settled for a in acks]
+
+    async def _ack_one(self, ack: tuple[str, int]) -> bool:
+        return (await self._ack_many([ack]))[0]
 
     async def nack(self, delivery: Delivery, delay_seconds: float) -> bool:
         receipt = _receipt(delivery)

@@ -5,8 +5,9 @@ id is waiting or in flight: the retry of a run published before the previous att
 was acked must survive that ack.
 
 Receiving takes SQLite's write lock (BEGIN IMMEDIATE) and flips ``visible_at`` forward with a new
-receipt, so a message is handed to one receiver at a time; every later ack, nack or extend is
-guarded by that receipt, so a receiver whose visibility expired can no longer touch it.
+receipt (one statement for the whole batch), so a message is handed to one receiver at a time;
+every later ack, nack or extend is guarded by that receipt, so a receiver whose visibility
+expired can no longer touch it. Acks that arrive together are one statement (db/coalesce.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import secrets
 import sqlite3
 from datetime import datetime, timedelta
 
+from onthedot.db.coalesce import Coalescer
 from onthedot.db.sqlfile import load_queries
 from onthedot.db.sqlite_conn import SqliteConnection, sqlite_path
 from onthedot.db.timestamps import need_ts, ts
@@ -26,6 +28,7 @@ from onthedot.queue.base import DeadLetter, Delivery
 
 Q = load_queries("onthedot.queue", "sql/sqlite.sql")
 POLL_SECONDS = 0.05  # how often an empty receive looks again while waiting
+ACK_BATCH = 256  # acks in one statement at most
 
 
 class TableQueue:
@@ -33,6 +36,8 @@ class TableQueue:
         self._db = SqliteConnection(sqlite_path(database_url), role="queue")
         self._clock = clock or SystemClock()
         self._wakeup = asyncio.Event()  # in-process senders wake waiting receivers at once
+        self._acks: Coalescer[tuple[str, str], bool] = Coalescer(
+            self._ack_many, self._ack_one, max_items=ACK_BATCH, what="acks")
 
     async def open(self) -> None:
         def ddl(c: sqlite3.Connection) -> None:
@@ -87,17 +92,16 @@ class TableQueue:
         }
 
         def tx(c: sqlite3.Connection) -> list[Delivery]:
-            seqs = c.execute(Q["visible"], {"now": params["now"], "limit": max_messages})
-            taken = []
-            for row in seqs.fetchall():
-                got = c.execute(Q["take"], {
-                    **params, "seq": row["seq"], "receipt": secrets.token_hex(8),
-                }).fetchone()
-                if got is not None:
-                    taken.append(Delivery(message_id=got["message_id"], body=bytes(got["body"]),
-                                          delivery_count=int(got["delivery_count"]),
-                                          receipt=got["receipt"]))
-            return taken
+            seqs = [int(r["seq"]) for r in c.execute(
+                Q["visible"], {"now": params["now"], "limit": max_messages}).fetchall()]
+            if not seqs:
+                return []
+            rows = {int(r["seq"]): r for r in c.execute(Q["take_many"], {
+                **params, "seqs": json.dumps(seqs),
+                "receipt_prefix": secrets.token_hex(8) + "-"}).fetchall()}
+            return [Delivery(message_id=got["message_id"], body=bytes(got["body"]),
+                             delivery_count=int(got["delivery_count"]), receipt=got["receipt"])
+                    for seq in seqs if (got := rows.get(seq)) is not None]  # in visible order
 
         # Peek first without the write lock: idle workers must not queue up on it.
         peek = await self._db.run(
@@ -112,7 +116,21 @@ class TableQueue:
         return await self._guarded("extend", delivery, invisible_until=until)
 
     async def ack(self, delivery: Delivery) -> bool:
-        return await self._guarded("ack", delivery)
+        # Acks that arrive together (a worker finishing a burst) go as one statement.
+        return await self._acks.submit((delivery.message_id, delivery.receipt))
+
+    async def _ack_many(self, acks: list[tuple[str, str]]) -> list[bool]:
+        pairs = json.dumps(sorted(acks))
+
+        def tx(c: sqlite3.Connection) -> set[tuple[str, str]]:
+            return {(str(r["message_id"]), str(r["receipt"]))
+                    for r in c.execute(Q["ack_many"], {"acks": pairs}).fetchall()}
+
+        settled = await self._db.write(tx)
+        return [a in settled for a in acks]
+
+    async def _ack_one(self, ack: tuple[str, str]) -> bool:
+        return (await self._ack_many([ack]))[0]
 
     async def nack(self, delivery: Delivery, delay_seconds: float) -> bool:
         visible_at = ts(self._clock.now() + timedelta(seconds=max(0.0, delay_seconds)))

@@ -138,6 +138,15 @@ class RunClaim:
 
 
 @dataclass(frozen=True)
+class ClaimedRun:
+    """A claim that held: the run as it now is (RUNNING, the claim's token) and its job as
+    the claim's transaction read it under the job guard (None when the job row is gone)."""
+
+    run: JobRun
+    job: Job | None
+
+
+@dataclass(frozen=True)
 class RunFinish:
     run_id: str
     token: str
@@ -448,6 +457,14 @@ class RunStore(Protocol):
         """ENQUEUED, or RUNNING with an expired lease -> RUNNING with attempt + 1 and the new
         token. Under the job guard: such a run of a job that stops it -> CANCELLED (the
         expired attempt ends as lost), answered None like any refused claim."""
+        ...
+
+    async def run_claim_job(self, claim: RunClaim) -> ClaimedRun | None:
+        """``run_claim``, answering the run's job too, read in the claim's own statement
+        (PostgreSQL) or transaction (SQLite): what a worker needs to start the attempt, without
+        a read of its own. Claims, finishes and retries that arrive together are written as
+        one set-based statement per kind (store/run_batches.py), each keeping its own guard
+        and getting its own answer."""
         ...
 
     async def run_extend_lease(self, run_id: str, token: str, lease_expires_at: datetime) -> bool:

@@ -46,7 +46,7 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow
 from psycopg.types.string import TextLoader
 
-from onthedot.db.pggroup import StatementGroups
+from onthedot.db.pggroup import conflict_retried
 from onthedot.db.pgpool import (
     IDENTIFIER_MAX_BYTES,
     UNAVAILABLE,
@@ -65,11 +65,13 @@ from onthedot.domain.delivery import (
 )
 from onthedot.domain.errors import BackendError, ConfigError
 from onthedot.domain.history import (
+    ERROR_MAX_CHARS,
     LOST_ERROR,
     RELEASED_ERROR,
     AttemptStatus,
     JobChange,
     RunAttempt,
+    bounded,
 )
 from onthedot.domain.ids import bucket_start, scheduled_at_of
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
@@ -77,6 +79,7 @@ from onthedot.store.base import (
     OLDEST_DUE_ENQUEUED_CAP,
     ApiToken,
     ApplyResult,
+    ClaimedRun,
     DueClaim,
     DueClaimed,
     EventApply,
@@ -108,7 +111,6 @@ from onthedot.store.delivery_rows import (
     delivery_from_row,
     done_params,
     inbox_from_row,
-    inbox_params,
     native_times,
     secret_from_row,
     secret_params,
@@ -134,6 +136,7 @@ from onthedot.store.pg_partitions import (
     unsplit_name,
 )
 from onthedot.store.reads import SharedReads
+from onthedot.store.run_batches import Key, RunBatches, claimed_from_row, finish_event
 from onthedot.store.tokens import (
     ACTIVE,
     QuotaSplit,
@@ -199,8 +202,8 @@ class PostgresStore(SharedReads):
         self._db = LazyPool(dsn, schema=schema, role="store", pool_min=pool_min,
                             pool_max=pool_max, timeout_seconds=pool_timeout_seconds,
                             configure=_load_jsonb_as_text)
-        # A worker's claims, retries and finishes that arrive together share one transaction.
-        self._groups = StatementGroups(self._conn)
+        # A worker's claims, retries and finishes that arrive together: one statement a kind.
+        self._batches = RunBatches(self, alone=conflict_retried)
         self._closed = False
         self._listener: AsyncConnection[Any] | None = None
         self._listen_lock = asyncio.Lock()
@@ -574,19 +577,13 @@ class PostgresStore(SharedReads):
         return [run_from_row(r) for r in rows]
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
-        at = _scheduled_at(claim.run_id)
-        if at is None:
+        claimed = await self.run_claim_job(claim)
+        return None if claimed is None else claimed.run
+
+    async def run_claim_job(self, claim: RunClaim) -> ClaimedRun | None:
+        if _scheduled_at(claim.run_id) is None:
             return None
-        row = await self._groups.one(claim.run_id, Q["run_claim"], {
-            "run_id": claim.run_id,
-            "scheduled_at": at,
-            "token": claim.token,
-            "now": claim.now,
-            "lease_expires_at": claim.now + timedelta(seconds=claim.lease_seconds),
-            "lost_error": LOST_ERROR,
-            **NEXT_ATTEMPT_STOP,
-        })
-        return None if row is None else run_from_row(row)
+        return await self._batches.claim(claim)
 
     async def run_release(self, run_id: str, token: str, now: datetime) -> RunStatus | None:
         at = _scheduled_at(run_id)
@@ -609,50 +606,75 @@ class PostgresStore(SharedReads):
         }) == 1
 
     async def run_retry(self, retry: RunRetry) -> RunStatus | None:
-        at = _scheduled_at(retry.run_id)
-        if at is None:
+        if _scheduled_at(retry.run_id) is None:
             return None
-        row = await self._groups.one(retry.run_id, Q["run_retry"], {
-            "run_id": retry.run_id, "scheduled_at": at, "token": retry.token,
-            "error": retry.error, "retry_at": retry.retry_at, "now": retry.now,
-            **_attempt_end(retry.run_id, retry.token, AttemptStatus.FAILED, retry.now,
-                           retry.error),
-            **retry_stop_params(retry.error),
-        })
-        return None if row is None else RunStatus(row["status"])
+        return await self._batches.retry(retry)
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
-        at = _scheduled_at(finish.run_id)
-        if at is None:
+        if _scheduled_at(finish.run_id) is None:
             return None
-        output = dump_output(finish.output)
-        params = {
-            "run_id": finish.run_id,
-            "scheduled_at": at,
-            "token": finish.token,
-            "status": finish.status.value,
-            "finished_at": finish.finished_at,
-            "output": output,
-            "error": finish.error,
-            "dead_lettered": finish.dead_lettered,
-            **_attempt_end(finish.run_id, finish.token,
-                           AttemptStatus.SUCCEEDED if finish.status is RunStatus.SUCCEEDED
-                           else AttemptStatus.FAILED,
-                           finish.finished_at, finish.error, finish.output, output),
-        }
-        if finish.inbox is None:
-            row = await self._groups.one(finish.run_id, Q["run_finish"], params)
-        else:
-            item = finish.inbox
-            inbox = native_times(inbox_params(item, finish.token),
-                                 scheduled_at=item.scheduled_at, created_at=item.created_at)
-            row = await self._groups.one(finish.run_id, Q["run_finish_with_inbox"],
-                                         {**params, **{f"i_{k}": v for k, v in inbox.items()}})
-        if row is None:
-            return None  # fenced: another attempt owns the run now
-        return RunEvent(event_id=int(row["event_id"]), job_id=row["job_id"],
-                        run_id=finish.run_id, status=finish.status,
-                        emitted_at=finish.finished_at)
+        return await self._batches.finish(finish)
+
+    # --- the set-based lifecycle writes (store/run_batches.py): SQL only ----------------
+    async def claims_write(self, claims: Sequence[RunClaim]) -> dict[Key, ClaimedRun]:
+        rows = await self._all(Q["runs_claim"], {
+            "run_ids": [c.run_id for c in claims],
+            "scheduled_ats": [_scheduled_at(c.run_id) for c in claims],
+            "tokens": [c.token for c in claims],
+            "nows": [c.now for c in claims],
+            "lease_expires_ats": [c.now + timedelta(seconds=c.lease_seconds) for c in claims],
+            "lost_error": LOST_ERROR,
+            **NEXT_ATTEMPT_STOP,
+        })
+        return {(str(r["run_id"]), str(r["lease_token"])): claimed_from_row(r) for r in rows}
+
+    async def retries_write(self, retries: Sequence[RunRetry]) -> dict[Key, RunStatus]:
+        stops = [retry_stop_params(r.error) for r in retries]
+        rows = await self._all(Q["runs_retry"], {
+            "run_ids": [r.run_id for r in retries],
+            "scheduled_ats": [_scheduled_at(r.run_id) for r in retries],
+            "tokens": [r.token for r in retries],
+            "errors": [r.error for r in retries],
+            "retry_ats": [r.retry_at for r in retries],
+            "nows": [r.now for r in retries],
+            "a_errors": [bounded(r.error, ERROR_MAX_CHARS) for r in retries],
+            "paused_errors": [s["paused_error"] for s in stops],
+            "deleted_errors": [s["deleted_error"] for s in stops],
+        })
+        return {(str(r["run_id"]), str(r["token"])): RunStatus(r["status"]) for r in rows}
+
+    async def finishes_write(self, finishes: Sequence[RunFinish]) -> dict[Key, RunEvent]:
+        outputs = [dump_output(f.output) for f in finishes]
+        ends = [attempt_end_params(f.run_id, f.token,
+                                   AttemptStatus.SUCCEEDED if f.status is RunStatus.SUCCEEDED
+                                   else AttemptStatus.FAILED,
+                                   f.finished_at, f.error, f.output, output)
+                for f, output in zip(finishes, outputs, strict=True)]
+        items = [f.inbox for f in finishes]
+        rows = await self._all(Q["runs_finish"], {
+            "run_ids": [f.run_id for f in finishes],
+            "scheduled_ats": [_scheduled_at(f.run_id) for f in finishes],
+            "tokens": [f.token for f in finishes],
+            "statuses": [f.status.value for f in finishes],
+            "finished_ats": [f.finished_at for f in finishes],
+            "outputs": outputs,
+            "errors": [f.error for f in finishes],
+            "dead_lettereds": [f.dead_lettered for f in finishes],
+            "a_statuses": [e["a_status"] for e in ends],
+            "a_errors": [e["a_error"] for e in ends],
+            "a_previews": [e["a_preview"] for e in ends],
+            "i_item_ids": [None if i is None else i.item_id for i in items],
+            "i_user_ids": [None if i is None else i.user_id for i in items],
+            "i_titles": [None if i is None else i.title for i in items],
+            "i_bodies": [None if i is None else i.text for i in items],
+            "i_outputs": [None if i is None else dump_output(i.output) for i in items],
+            "i_scheduled_ats": [None if i is None else i.scheduled_at for i in items],
+            "i_created_ats": [None if i is None else i.created_at for i in items],
+        })
+        by_run = {f.run_id: f for f in finishes}
+        return {(str(r["run_id"]), str(r["token"])):
+                finish_event(by_run[str(r["run_id"])], int(r["event_id"]), str(r["job_id"]))
+                for r in rows}
 
     async def run_redrive(self, run_id: str, now: datetime, change: JobChange | None = None,
                           *, max_active: int | None = None) -> JobRun | None:

@@ -44,6 +44,7 @@ from onthedot.store.base import (
     OLDEST_DUE_ENQUEUED_CAP,
     ApiToken,
     ApplyResult,
+    ClaimedRun,
     DueClaim,
     DueClaimed,
     EventApply,
@@ -89,6 +90,7 @@ from onthedot.store.insert_many import InsertPlan
 from onthedot.store.job_guard import NEXT_ATTEMPT_STOP, RELEASE_STOP, retry_stop_params
 from onthedot.store.leases import RELEASED_AT, leases_taken
 from onthedot.store.reads import SharedReads
+from onthedot.store.run_batches import Key, RunBatches, finish_event
 from onthedot.store.tokens import (
     ACTIVE,
     QuotaSplit,
@@ -112,6 +114,9 @@ class SqliteStore(SharedReads):
         self.path = sqlite_path(database_url)
         self._db = SqliteConnection(self.path)
         self._clock = clock or SystemClock()
+        # A worker's claims, retries and finishes that arrive together: one transaction of
+        # set-based statements a kind (store/run_batches.py).
+        self._batches = RunBatches(self)
 
     # --- lifecycle -----------------------------------------------------------------------
     async def migrate(self) -> Migrated:
@@ -244,28 +249,11 @@ class SqliteStore(SharedReads):
         return [run_from_row(r) for r in rows]
 
     async def run_claim(self, claim: RunClaim) -> JobRun | None:
-        params = {
-            "run_id": claim.run_id,
-            "token": claim.token,
-            "now": ts(claim.now),
-            "lease_expires_at": ts(claim.now + timedelta(seconds=claim.lease_seconds)),
-        }
+        claimed = await self.run_claim_job(claim)
+        return None if claimed is None else claimed.run
 
-        def tx(c: sqlite3.Connection) -> sqlite3.Row | None:
-            row: sqlite3.Row | None = c.execute(Q["run_claim"], params).fetchone()
-            if row is None:
-                if _stop_next_attempt(c, claim.run_id, params["now"]) is not None:
-                    c.execute(Q["attempts_lost"], {"run_id": claim.run_id,
-                                                   "now": params["now"], "error": LOST_ERROR})
-                return None
-            # The attempt starts; one still running lost its lease.
-            c.execute(Q["attempts_lost"], {"run_id": claim.run_id, "now": params["now"],
-                                           "error": LOST_ERROR})
-            c.execute(Q["attempt_start"], {**params, "attempt": int(row["attempt"])})
-            return row
-
-        row = await self._db.write(tx)
-        return None if row is None else run_from_row(row)
+    async def run_claim_job(self, claim: RunClaim) -> ClaimedRun | None:
+        return await self._batches.claim(claim)
 
     async def run_release(self, run_id: str, token: str, now: datetime) -> RunStatus | None:
         params = {"run_id": run_id, "token": token, "now": ts(now), **RELEASE_STOP}
@@ -281,41 +269,90 @@ class SqliteStore(SharedReads):
         )
 
     async def run_retry(self, retry: RunRetry) -> RunStatus | None:
-        params = {"run_id": retry.run_id, "token": retry.token, "error": retry.error,
-                  "retry_at": ts(retry.retry_at), "now": ts(retry.now),
-                  **retry_stop_params(retry.error)}
-        ended = attempt_end_params(retry.run_id, retry.token, AttemptStatus.FAILED, retry.now,
-                                   retry.error)
-        return await self._db.write(lambda c: _guarded_attempt_end(
-            c, (Q["run_retry"], RunStatus.RETRYING),
-            (Q["run_retry_stopped"], RunStatus.CANCELLED), params, ended))
+        return await self._batches.retry(retry)
 
     async def run_finish(self, finish: RunFinish) -> RunEvent | None:
-        output = dump_output(finish.output)
+        return await self._batches.finish(finish)
 
-        def tx(c: sqlite3.Connection) -> RunEvent | None:
-            row = c.execute(Q["run_finish"], {
-                "run_id": finish.run_id,
-                "token": finish.token,
-                "status": finish.status.value,
-                "finished_at": ts(finish.finished_at),
-                "output": output,
-                "error": finish.error,
-                "dead_lettered": int(finish.dead_lettered),
-            }).fetchone()
-            if row is None:
-                return None  # fenced: another attempt owns the run now
-            status = (AttemptStatus.SUCCEEDED if finish.status is RunStatus.SUCCEEDED
-                      else AttemptStatus.FAILED)
-            c.execute(Q["attempt_end"], attempt_end_params(
-                finish.run_id, finish.token, status, finish.finished_at, finish.error,
-                finish.output, output))
-            if finish.inbox is not None:
-                params = inbox_params(finish.inbox, finish.token)
-                c.execute(Q["inbox_insert"], params)
-                c.execute(Q["inbox_delivered"], params)
-            return _append_event(c, row["job_id"], finish.run_id, finish.status,
-                                 finish.finished_at)
+    # --- the set-based lifecycle writes (store/run_batches.py): SQL only ----------------
+    async def claims_write(self, claims: Sequence[RunClaim]) -> dict[Key, ClaimedRun]:
+        batch = _json_rows([{"run_id": c.run_id, "token": c.token, "now": ts(c.now),
+                             "lease_expires_at": ts(c.now + timedelta(seconds=c.lease_seconds))}
+                            for c in claims])
+
+        def tx(c: sqlite3.Connection) -> dict[Key, ClaimedRun]:
+            runs = c.execute(Q["runs_claim"], {"claims": batch}).fetchall()
+            stopped = c.execute(Q["runs_stop_next_attempt"],
+                                {"claims": batch, **NEXT_ATTEMPT_STOP}).fetchall()
+            ended = [{"run_id": r["run_id"], "now": r["started_at"]} for r in runs]
+            ended += [{"run_id": r["run_id"], "now": r["finished_at"]} for r in stopped]
+            if not ended:
+                return {}
+            # An attempt of these runs still running lost its lease; then theirs start.
+            c.execute(Q["attempts_lost_many"], {"ended": _json_rows(ended),
+                                                "error": LOST_ERROR})
+            if not runs:
+                return {}
+            c.execute(Q["attempts_start_many"], {"started": _json_rows([
+                {"run_id": r["run_id"], "token": r["lease_token"], "attempt": r["attempt"],
+                 "now": r["started_at"]} for r in runs])})
+            jobs = {str(j["job_id"]): job_from_row(j) for j in c.execute(
+                Q["jobs_get_any_many"],
+                {"job_ids": _json_rows(sorted({str(r["job_id"]) for r in runs}))})}
+            return {(str(r["run_id"]), str(r["lease_token"])):
+                    ClaimedRun(run=run_from_row(r), job=jobs.get(str(r["job_id"])))
+                    for r in runs}
+
+        return await self._db.write(tx)
+
+    async def retries_write(self, retries: Sequence[RunRetry]) -> dict[Key, RunStatus]:
+        batch = _json_rows([{"run_id": r.run_id, "token": r.token, "error": r.error,
+                             "retry_at": ts(r.retry_at), "now": ts(r.now),
+                             **retry_stop_params(r.error)} for r in retries])
+        ends = {(r.run_id, r.token): attempt_end_params(r.run_id, r.token, AttemptStatus.FAILED,
+                                                        r.now, r.error) for r in retries}
+
+        def tx(c: sqlite3.Connection) -> dict[Key, RunStatus]:
+            rows = [*c.execute(Q["runs_retry"], {"retries": batch}).fetchall(),
+                    *c.execute(Q["runs_retry_stopped"], {"retries": batch}).fetchall()]
+            moved = {(str(r["run_id"]), str(r["lease_token"])): RunStatus(r["status"])
+                     for r in rows}
+            if moved:
+                c.execute(Q["attempts_end_many"],
+                          {"ended": _json_rows([ends[key] for key in moved])})
+            return moved
+
+        return await self._db.write(tx)
+
+    async def finishes_write(self, finishes: Sequence[RunFinish]) -> dict[Key, RunEvent]:
+        outputs = {f.run_id: dump_output(f.output) for f in finishes}
+        batch = _json_rows([{"run_id": f.run_id, "token": f.token, "status": f.status.value,
+                             "finished_at": ts(f.finished_at), "output": outputs[f.run_id],
+                             "error": f.error, "dead_lettered": int(f.dead_lettered)}
+                            for f in finishes])
+        by_key = {(f.run_id, f.token): f for f in finishes}
+
+        def tx(c: sqlite3.Connection) -> dict[Key, RunEvent]:
+            rows = c.execute(Q["runs_finish"], {"finishes": batch}).fetchall()
+            done = [(by_key[(str(r["run_id"]), str(r["lease_token"]))], str(r["job_id"]))
+                    for r in rows]
+            if not done:
+                return {}  # every one fenced: another attempt owns its run now
+            c.execute(Q["attempts_end_many"], {"ended": _json_rows([attempt_end_params(
+                f.run_id, f.token, AttemptStatus.SUCCEEDED if f.status is RunStatus.SUCCEEDED
+                else AttemptStatus.FAILED, f.finished_at, f.error, f.output,
+                outputs[f.run_id]) for f, _job in done])})
+            items = _json_rows([inbox_params(f.inbox, f.token) for f, _job in done
+                                if f.inbox is not None])
+            if items != "[]":
+                c.execute(Q["inbox_insert_many"], {"items": items})
+                c.execute(Q["inbox_delivered_many"], {"items": items})
+            events = c.execute(Q["events_append_many"], {"events": _json_rows([
+                {"job_id": job_id, "run_id": f.run_id, "status": f.status.value,
+                 "emitted_at": ts(f.finished_at)} for f, job_id in done])}).fetchall()
+            ids = {str(e["run_id"]): int(e["event_id"]) for e in events}
+            return {(f.run_id, f.token): finish_event(f, ids[f.run_id], job_id)
+                    for f, job_id in done}
 
         return await self._db.write(tx)
 

@@ -2,7 +2,7 @@
 
 Per delivery::
 
-    claim run (store CAS -> RUNNING, attempt + 1, new token)
+    claim run (store CAS -> RUNNING, attempt + 1, new token; answers the job too)
       |-- claim refused: finished/cancelled/retrying -> ack (a duplicate; never re-run here)
       |                  held by a live worker -> nack until its lease ends (takeover on time)
       v
@@ -153,6 +153,10 @@ class Worker:
         return len(deliveries)
 
     async def run(self, stop: asyncio.Event) -> None:
+        # Built before any run is held: building them holds the event loop (a TLS context per
+        # client), and in the middle of the first burst that held up the heartbeats of the
+        # runs just claimed past their messages' visibility timeout.
+        await self.http()
         stopped = asyncio.ensure_future(stop.wait())
         try:
             while not stop.is_set():
@@ -209,24 +213,31 @@ class Worker:
             return
         token = secrets.token_hex(16)
         received_at = asyncio.get_running_loop().time()  # its message's invisibility runs
-        run = await self.store.run_claim(RunClaim(run_id=run_id, token=token,
-                                                  now=self.clock.now(),
-                                                  lease_seconds=self.visibility))
-        if run is None:
+        # The claim answers the run's job too, read in the claim's own statement.
+        claimed = await self.store.run_claim_job(RunClaim(run_id=run_id, token=token,
+                                                          now=self.clock.now(),
+                                                          lease_seconds=self.visibility))
+        if claimed is None:
             await self._refused(delivery, run_id)
             return
+        run = claimed.run
         held = self._heartbeats.hold(run.run_id, token, delivery, received_at)
         try:
+            if held.early:
+                # Claimed late: the message's invisibility, counted from its receipt, may be
+                # nearly over. Renewed now, before the action's first work (which may hold the
+                # event loop a while, e.g. building HTTP clients), not when the loop gets to it.
+                await self._heartbeats.beat_once(early_only=True)
             await self._note_takeover(run)
-            await self._attempt(run, token, delivery)
+            await self._attempt(run, claimed.job, token, delivery)
         except asyncio.CancelledError:
             await self._release(run, token, delivery)
             raise
         finally:
             self._heartbeats.release(held)
 
-    async def _attempt(self, run: JobRun, token: str, delivery: Delivery) -> None:
-        job = await self.store.job_get_any(run.job_id)
+    async def _attempt(self, run: JobRun, job: Job | None, token: str,
+                       delivery: Delivery) -> None:
         if job is None:
             await self._finish_failed(run, token, delivery, "the job no longer exists")
             return

@@ -66,9 +66,6 @@ SELECT min(visible_at) AS next_visible FROM queue_messages
 UPDATE queue_messages SET visible_at = %(invisible_until)s
 WHERE message_id = %(message_id)s AND receipt = %(receipt)s
 
--- name: ack
-DELETE FROM queue_messages WHERE message_id = %(message_id)s AND receipt = %(receipt)s
-
 -- name: nack
 -- Ends this delivery: the message is visible again at %(visible_at)s under no receipt. A nack
 -- without delay wakes the idle receivers at once; a delayed one is found by their next look
@@ -120,3 +117,11 @@ DELETE FROM queue_dead_letters WHERE dead_at < %(before)s
 
 -- name: depth
 SELECT count(*) AS n FROM queue_messages
+
+-- name: ack_many
+-- ack for a worker's acks that arrive together, in one statement: each pair is guarded by its
+-- own receipt, and the rows returned are the deliveries it settled.
+DELETE FROM queue_messages AS q
+USING unnest(%(message_ids)s::text[], %(receipts)s::bigint[]) AS a (message_id, receipt)
+WHERE q.message_id = a.message_id AND q.receipt = a.receipt
+RETURNING q.message_id, q.receipt

@@ -93,3 +93,20 @@ DELETE FROM queue_dead_letters WHERE dead_at < :before
 
 -- name: depth
 SELECT count(*) AS n FROM queue_messages
+
+-- name: take_many
+-- take for the publications :seqs (a JSON array, from visible) in one statement, each under
+-- a receipt of its own (:receipt_prefix and its seq); the visibility guard is repeated.
+UPDATE queue_messages
+SET visible_at = :invisible_until, delivery_count = delivery_count + 1,
+    receipt = :receipt_prefix || seq
+WHERE seq IN (SELECT value FROM json_each(:seqs)) AND visible_at <= :now
+RETURNING seq, message_id, body, delivery_count, receipt
+
+-- name: ack_many
+-- ack for many deliveries at once; :acks is a JSON array of [message_id, receipt] pairs, each
+-- guarded by its own receipt. The rows returned are the deliveries it settled.
+DELETE FROM queue_messages
+WHERE (message_id, receipt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
+                                FROM json_each(:acks))
+RETURNING message_id, receipt

@@ -305,52 +305,6 @@ FROM oldest
 WHERE w.shard = oldest.shard AND oldest.bucket < w.bucket
 RETURNING w.shard, w.bucket
 
--- name: run_claim
--- A new attempt: for a queued run, or a running one whose worker stopped renewing. A RETRYING
--- run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at. The attempt
--- starts in the same statement; an attempt of the run still running lost its lease. A run the
--- job guard stops starts no attempt (answered with no row).
--- The job guard (store/job_guard.py), the same in every statement that starts or resumes
--- work: the job's row is locked FOR SHARE before the run's row is written. A pause's or
--- delete's UPDATE of the job (FOR NO KEY UPDATE) conflicts with it, so the status read here is
--- the committed one and stays so until this transaction ends (an EXISTS on jobs without the
--- lock reads the old status past an uncommitted pause). A stopped run ends CANCELLED.
-WITH job AS MATERIALIZED (
-    SELECT j.status FROM jobs AS j
-    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
-                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
-    FOR SHARE
-), claimed AS (
-    UPDATE job_runs
-    SET status = 'RUNNING', attempt = attempt + 1, lease_token = %(token)s,
-        lease_expires_at = %(lease_expires_at)s, started_at = %(now)s, error = NULL,
-        retry_at = NULL
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
-      AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
-                      OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
-    RETURNING *
-), stopped AS (
-    UPDATE job_runs
-    SET status = 'CANCELLED', finished_at = %(now)s, lease_token = NULL,
-        lease_expires_at = NULL, retry_at = NULL,
-        error = (SELECT CASE job.status WHEN 'paused' THEN %(paused_error)s
-                        ELSE %(deleted_error)s END FROM job)
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= %(now)s))
-      AND EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
-                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
-    RETURNING run_id
-), lost AS (
-    UPDATE run_attempts AS a SET status = 'lost', finished_at = %(now)s, error = %(lost_error)s
-    WHERE a.status = 'running'
-      AND a.run_id IN (SELECT run_id FROM claimed UNION ALL SELECT run_id FROM stopped)
-), started AS (
-    INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
-    SELECT run_id, lease_token, attempt, 'running', started_at FROM claimed
-)
-SELECT * FROM claimed
-
 -- name: run_release
 -- A worker shutting down hands the run back undone: the interrupted attempt does not count
 -- (its attempt row ends as released). Under the job guard: a stopped run ends CANCELLED.
@@ -395,99 +349,6 @@ SELECT status FROM moved
 UPDATE job_runs SET lease_expires_at = %(lease_expires_at)s
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
   AND status = 'RUNNING' AND lease_token = %(token)s
-
--- name: run_retry
--- The failed attempt ends in the same statement. Under the job guard: a stopped run ends
--- CANCELLED instead of RETRYING. Answers the status the run moved to.
-WITH job AS MATERIALIZED (
-    SELECT j.status FROM jobs AS j
-    WHERE j.job_id = (SELECT r.job_id FROM job_runs AS r
-                      WHERE r.run_id = %(run_id)s AND r.scheduled_at = %(scheduled_at)s)
-    FOR SHARE
-), retrying AS (
-    UPDATE job_runs SET status = 'RETRYING', error = %(error)s, lease_expires_at = NULL,
-                        retry_at = %(retry_at)s
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND status = 'RUNNING' AND lease_token = %(token)s
-      AND NOT EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
-                      OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
-    RETURNING run_id, status
-), stopped AS (
-    UPDATE job_runs
-    SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = %(now)s,
-        error = (SELECT CASE job.status WHEN 'paused' THEN %(paused_error)s
-                        ELSE %(deleted_error)s END FROM job)
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND status = 'RUNNING' AND lease_token = %(token)s
-      AND EXISTS (SELECT 1 FROM job WHERE job.status = 'cancelled'
-                  OR (job.status = 'paused' AND job_runs.kind = 'scheduled'))
-    RETURNING run_id, status
-), moved AS (
-    SELECT * FROM retrying UNION ALL SELECT * FROM stopped
-), ended AS (
-    UPDATE run_attempts AS a
-    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
-        preview = %(a_preview)s
-    FROM moved
-    WHERE a.run_id = moved.run_id AND a.token = %(a_token)s AND a.status = 'running'
-)
-SELECT status FROM moved
-
--- name: run_finish
--- The terminal status, its RunEvent and the end of the attempt in one statement (so in one
--- transaction).
-WITH finished AS (
-    UPDATE job_runs
-    SET status = %(status)s, finished_at = %(finished_at)s, output = %(output)s::jsonb,
-        error = %(error)s, dead_lettered = %(dead_lettered)s, lease_expires_at = NULL
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND status = 'RUNNING' AND lease_token = %(token)s
-    RETURNING job_id, run_id, status
-), ended AS (
-    UPDATE run_attempts AS a
-    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
-        preview = %(a_preview)s
-    FROM finished
-    WHERE a.run_id = finished.run_id AND a.token = %(a_token)s AND a.status = 'running'
-)
-INSERT INTO run_events (job_id, run_id, status, emitted_at)
-SELECT job_id, run_id, status, %(finished_at)s FROM finished
-RETURNING event_id, job_id
-
--- name: run_finish_with_inbox
--- run_finish, and the run's inbox item with its delivery row, in one statement: the item is
--- written exactly when the attempt's success is (parameters of the item carry an i_ prefix).
-WITH finished AS (
-    UPDATE job_runs
-    SET status = %(status)s, finished_at = %(finished_at)s, output = %(output)s::jsonb,
-        error = %(error)s, dead_lettered = %(dead_lettered)s, lease_expires_at = NULL
-    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
-      AND status = 'RUNNING' AND lease_token = %(token)s
-    RETURNING job_id, run_id, status
-), item AS (
-    INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
-                       created_at)
-    SELECT %(i_item_id)s, %(i_user_id)s, job_id, run_id, %(i_title)s, %(i_body)s,
-           %(i_output)s::jsonb, %(i_scheduled_at)s, %(i_created_at)s
-    FROM finished
-    ON CONFLICT (run_id) DO NOTHING
-), delivered AS (
-    INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts,
-                            claim_token, sent_at, updated_at)
-    SELECT run_id, 'inbox', 'inbox', 'inbox', 'delivered', 1, %(token)s, %(i_created_at)s,
-           %(i_created_at)s
-    FROM finished
-    ON CONFLICT (run_id, channel_key) DO NOTHING
-), ended AS (
-    UPDATE run_attempts AS a
-    SET status = %(a_status)s, finished_at = %(a_now)s, error = %(a_error)s,
-        preview = %(a_preview)s
-    FROM finished
-    WHERE a.run_id = finished.run_id AND a.token = %(a_token)s AND a.status = 'running'
-)
-INSERT INTO run_events (job_id, run_id, status, emitted_at)
-SELECT job_id, run_id, status, %(finished_at)s FROM finished
-RETURNING event_id, job_id
 
 -- name: run_redrive
 -- Under the job guard: a dead letter of a stopped run stays where it is (no row).
@@ -1157,3 +1018,178 @@ FROM unnest(%(run_ids)s::text[], %(scheduled_ats)s::timestamptz[], %(tokens)s::t
 WHERE r.run_id = held.run_id AND r.scheduled_at = held.scheduled_at
   AND r.status = 'RUNNING' AND r.lease_token = held.token
 RETURNING r.run_id
+
+-- name: runs_claim
+-- A new attempt for each of a worker's claims that arrive together (store/run_batches.py), in
+-- ONE statement: for a queued run, or a running one whose worker stopped renewing. A RETRYING
+-- run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at. The attempt
+-- starts in the same statement; an attempt of the run still running lost its lease. Each
+-- claimed run comes with its job (its columns prefixed j_; NULL when the job row is gone), so
+-- the worker reads no job of its own. Each claim keeps its own guard: a claim whose run is not
+-- claimable, or whose job stops it, gets no row. Two claims of one run: the row is updated
+-- once, with one of the tokens, and only that caller gets the row. The runs are written in
+-- the order given (the store sorts the claims by run id).
+-- The job guard (store/job_guard.py), the same in every statement that starts or resumes
+-- work: the jobs' rows are locked FOR SHARE, in job order, before a run's row is written. A
+-- pause's or delete's UPDATE of the job (FOR NO KEY UPDATE) conflicts with it, so the status
+-- read here is the committed one and stays so until this transaction ends (an EXISTS on jobs
+-- without the lock reads the old status past an uncommitted pause). A stopped run ends
+-- CANCELLED.
+WITH claim AS (
+    SELECT * FROM unnest(%(run_ids)s::text[], %(scheduled_ats)s::timestamptz[],
+                         %(tokens)s::text[], %(nows)s::timestamptz[],
+                         %(lease_expires_ats)s::timestamptz[])
+        AS c (run_id, scheduled_at, token, now, lease_expires_at)
+), job AS MATERIALIZED (
+    SELECT j.* FROM jobs AS j
+    WHERE j.job_id IN (SELECT r.job_id FROM job_runs AS r
+                       JOIN claim AS c ON r.run_id = c.run_id AND r.scheduled_at = c.scheduled_at)
+    ORDER BY j.job_id
+    FOR SHARE
+), claimed AS (
+    UPDATE job_runs AS r
+    SET status = 'RUNNING', attempt = r.attempt + 1, lease_token = c.token,
+        lease_expires_at = c.lease_expires_at, started_at = c.now, error = NULL,
+        retry_at = NULL
+    FROM claim AS c
+    WHERE r.run_id = c.run_id AND r.scheduled_at = c.scheduled_at
+      AND (r.status = 'ENQUEUED' OR (r.status = 'RUNNING' AND r.lease_expires_at <= c.now))
+      AND NOT EXISTS (SELECT 1 FROM job WHERE job.job_id = r.job_id
+                      AND (job.status = 'cancelled'
+                           OR (job.status = 'paused' AND r.kind = 'scheduled')))
+    RETURNING r.*
+), stopped AS (
+    UPDATE job_runs AS r
+    SET status = 'CANCELLED', finished_at = c.now, lease_token = NULL,
+        lease_expires_at = NULL, retry_at = NULL,
+        error = CASE job.status WHEN 'paused' THEN %(paused_error)s ELSE %(deleted_error)s END
+    FROM claim AS c, job
+    WHERE r.run_id = c.run_id AND r.scheduled_at = c.scheduled_at AND job.job_id = r.job_id
+      AND (r.status = 'ENQUEUED' OR (r.status = 'RUNNING' AND r.lease_expires_at <= c.now))
+      AND (job.status = 'cancelled' OR (job.status = 'paused' AND r.kind = 'scheduled'))
+    RETURNING r.run_id, r.finished_at AS ended_at
+), ended AS (
+    SELECT run_id, started_at AS ended_at FROM claimed
+    UNION ALL SELECT run_id, ended_at FROM stopped
+), lost AS (
+    UPDATE run_attempts AS a SET status = 'lost', finished_at = ended.ended_at,
+                                 error = %(lost_error)s
+    FROM ended
+    WHERE a.run_id = ended.run_id AND a.status = 'running'
+), started AS (
+    INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
+    SELECT run_id, lease_token, attempt, 'running', started_at FROM claimed
+)
+SELECT claimed.*,
+       job.job_id AS j_job_id, job.user_id AS j_user_id, job.name AS j_name,
+       job.action AS j_action, job.job_type AS j_job_type, job.schedule AS j_schedule,
+       job.run_time AS j_run_time, job.timezone AS j_timezone, job.status AS j_status,
+       job.retry_policy AS j_retry_policy, job.misfire_policy AS j_misfire_policy,
+       job.timeout_seconds AS j_timeout_seconds, job.idempotency_key AS j_idempotency_key,
+       job.request_hash AS j_request_hash, job.next_run_at AS j_next_run_at,
+       job.last_run_id AS j_last_run_id, job.created_at AS j_created_at,
+       job.updated_at AS j_updated_at, job.version AS j_version, job.notify AS j_notify,
+       job.flexible_window_seconds AS j_flexible_window_seconds
+FROM claimed LEFT JOIN job ON job.job_id = claimed.job_id
+
+-- name: runs_retry
+-- A failed attempt's run put up for a retry, for a worker's retries that arrive together, in ONE statement; each row answers
+-- one retry (run id, token, the status it moved to). Under the job guard, the jobs' rows
+-- locked FOR SHARE first, in job order: a stopped run ends CANCELLED with its own reason
+-- (paused_errors / deleted_errors) instead of RETRYING.
+WITH retry AS (
+    SELECT * FROM unnest(%(run_ids)s::text[], %(scheduled_ats)s::timestamptz[],
+                         %(tokens)s::text[], %(errors)s::text[], %(retry_ats)s::timestamptz[],
+                         %(nows)s::timestamptz[], %(a_errors)s::text[],
+                         %(paused_errors)s::text[], %(deleted_errors)s::text[])
+        AS t (run_id, scheduled_at, token, error, retry_at, now, a_error, paused_error,
+              deleted_error)
+), job AS MATERIALIZED (
+    SELECT j.job_id, j.status FROM jobs AS j
+    WHERE j.job_id IN (SELECT r.job_id FROM job_runs AS r
+                       JOIN retry AS t ON r.run_id = t.run_id AND r.scheduled_at = t.scheduled_at)
+    ORDER BY j.job_id
+    FOR SHARE
+), retrying AS (
+    UPDATE job_runs AS r SET status = 'RETRYING', error = t.error, lease_expires_at = NULL,
+                             retry_at = t.retry_at
+    FROM retry AS t
+    WHERE r.run_id = t.run_id AND r.scheduled_at = t.scheduled_at
+      AND r.status = 'RUNNING' AND r.lease_token = t.token
+      AND NOT EXISTS (SELECT 1 FROM job WHERE job.job_id = r.job_id
+                      AND (job.status = 'cancelled'
+                           OR (job.status = 'paused' AND r.kind = 'scheduled')))
+    RETURNING r.run_id, r.status, t.token, t.now, t.a_error
+), stopped AS (
+    UPDATE job_runs AS r
+    SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = t.now,
+        error = CASE job.status WHEN 'paused' THEN t.paused_error ELSE t.deleted_error END
+    FROM retry AS t, job
+    WHERE r.run_id = t.run_id AND r.scheduled_at = t.scheduled_at AND job.job_id = r.job_id
+      AND r.status = 'RUNNING' AND r.lease_token = t.token
+      AND (job.status = 'cancelled' OR (job.status = 'paused' AND r.kind = 'scheduled'))
+    RETURNING r.run_id, r.status, t.token, t.now, t.a_error
+), moved AS (
+    SELECT * FROM retrying UNION ALL SELECT * FROM stopped
+), ended AS (
+    UPDATE run_attempts AS a
+    SET status = 'failed', finished_at = moved.now, error = moved.a_error, preview = NULL
+    FROM moved
+    WHERE a.run_id = moved.run_id AND a.token = moved.token AND a.status = 'running'
+)
+SELECT run_id, token, status FROM moved
+
+-- name: runs_finish
+-- The terminal status, its RunEvent, the end of the attempt and (the i_ values; NULL without)
+-- the run's inbox item with its delivery row, for a worker's finishes that arrive together,
+-- in ONE statement (so the item is written exactly when the success is); each returned row answers one
+-- finish (run id, token, its event). A finish whose token no longer holds its run gets no row.
+WITH finish AS (
+    SELECT * FROM unnest(%(run_ids)s::text[], %(scheduled_ats)s::timestamptz[],
+                         %(tokens)s::text[], %(statuses)s::text[],
+                         %(finished_ats)s::timestamptz[], %(outputs)s::text[],
+                         %(errors)s::text[], %(dead_lettereds)s::boolean[],
+                         %(a_statuses)s::text[], %(a_errors)s::text[], %(a_previews)s::text[],
+                         %(i_item_ids)s::text[], %(i_user_ids)s::text[], %(i_titles)s::text[],
+                         %(i_bodies)s::text[], %(i_outputs)s::text[],
+                         %(i_scheduled_ats)s::timestamptz[], %(i_created_ats)s::timestamptz[])
+        AS f (run_id, scheduled_at, token, status, finished_at, output, error, dead_lettered,
+              a_status, a_error, a_preview, i_item_id, i_user_id, i_title, i_body, i_output,
+              i_scheduled_at, i_created_at)
+), finished AS (
+    UPDATE job_runs AS r
+    SET status = f.status, finished_at = f.finished_at, output = f.output::jsonb,
+        error = f.error, dead_lettered = f.dead_lettered, lease_expires_at = NULL
+    FROM finish AS f
+    WHERE r.run_id = f.run_id AND r.scheduled_at = f.scheduled_at
+      AND r.status = 'RUNNING' AND r.lease_token = f.token
+    RETURNING r.job_id, r.run_id, r.status, f.token, f.finished_at, f.a_status, f.a_error,
+              f.a_preview, f.i_item_id, f.i_user_id, f.i_title, f.i_body, f.i_output,
+              f.i_scheduled_at, f.i_created_at
+), item AS (
+    INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
+                       created_at)
+    SELECT i_item_id, i_user_id, job_id, run_id, i_title, i_body, i_output::jsonb,
+           i_scheduled_at, i_created_at
+    FROM finished WHERE i_item_id IS NOT NULL
+    ON CONFLICT (run_id) DO NOTHING
+), delivered AS (
+    INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts,
+                            claim_token, sent_at, updated_at)
+    SELECT run_id, 'inbox', 'inbox', 'inbox', 'delivered', 1, token, i_created_at,
+           i_created_at
+    FROM finished WHERE i_item_id IS NOT NULL
+    ON CONFLICT (run_id, channel_key) DO NOTHING
+), ended AS (
+    UPDATE run_attempts AS a
+    SET status = finished.a_status, finished_at = finished.finished_at,
+        error = finished.a_error, preview = finished.a_preview
+    FROM finished
+    WHERE a.run_id = finished.run_id AND a.token = finished.token AND a.status = 'running'
+), appended AS (
+    INSERT INTO run_events (job_id, run_id, status, emitted_at)
+    SELECT job_id, run_id, status, finished_at FROM finished ORDER BY run_id
+    RETURNING event_id, job_id, run_id
+)
+SELECT appended.event_id, appended.job_id, appended.run_id, finished.token
+FROM appended JOIN finished ON finished.run_id = appended.run_id

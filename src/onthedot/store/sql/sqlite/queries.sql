@@ -211,23 +211,6 @@ WHERE (SELECT min(r.time_bucket) FROM job_runs AS r
        WHERE r.shard = w.shard AND r.status = 'PENDING') < w.bucket
 RETURNING shard, bucket
 
--- name: run_claim
--- A new attempt: for a queued run, or a running one whose worker stopped renewing.
--- A RETRYING run is not claimable: the rescuer hands it back (ENQUEUED) at its retry_at.
--- The job guard (store/job_guard.py), the same in every transition that starts or resumes
--- work: a scheduled run of a paused job, or any run of a deleted one, does not move here; the
--- same write transaction (BEGIN IMMEDIATE, so no pause lands in between) then ends it with
--- run_stop_next_attempt.
-UPDATE job_runs
-SET status = 'RUNNING', attempt = attempt + 1, lease_token = :token,
-    lease_expires_at = :lease_expires_at, started_at = :now, error = NULL, retry_at = NULL
-WHERE run_id = :run_id
-  AND (status = 'ENQUEUED' OR (status = 'RUNNING' AND lease_expires_at <= :now))
-  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
-                  AND (j.status = 'cancelled'
-                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
-RETURNING *
-
 -- name: run_stop_next_attempt
 -- The job guard stops a queued run, or one whose worker died, before its next attempt: it
 -- ends CANCELLED with the reason (claims and the rescuer's hand-backs).
@@ -268,32 +251,6 @@ WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
 -- name: run_extend_lease
 UPDATE job_runs SET lease_expires_at = :lease_expires_at
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
-
--- name: run_retry
--- Under the job guard; run_retry_stopped ends a stopped run instead of retrying it.
-UPDATE job_runs SET status = 'RETRYING', error = :error, lease_expires_at = NULL,
-                    retry_at = :retry_at
-WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
-  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
-                  AND (j.status = 'cancelled'
-                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
-
--- name: run_retry_stopped
-UPDATE job_runs
-SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = :now,
-    error = (SELECT CASE j.status WHEN 'paused' THEN :paused_error ELSE :deleted_error END
-                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
-WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
-  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
-              AND (j.status = 'cancelled'
-                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
-
--- name: run_finish
-UPDATE job_runs
-SET status = :status, finished_at = :finished_at, output = :output, error = :error,
-    dead_lettered = :dead_lettered, lease_expires_at = NULL
-WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
-RETURNING job_id
 
 -- name: event_append
 INSERT INTO run_events (job_id, run_id, status, emitted_at)
@@ -384,7 +341,7 @@ ORDER BY enqueued_at LIMIT :limit
 
 -- name: run_requeue_running
 -- The attempt whose lease ran out stays counted; a late write of its worker is fenced.
--- Under the job guard (run_claim); a stopped run ends with run_stop_next_attempt.
+-- Under the job guard (runs_claim); a stopped run ends with run_stop_next_attempt.
 UPDATE job_runs
 SET status = 'ENQUEUED', enqueued_at = :now, lease_token = NULL, lease_expires_at = NULL
 WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
@@ -395,7 +352,7 @@ WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :token
 RETURNING *
 
 -- name: run_requeue_enqueued
--- Under the job guard (run_claim); a stopped run ends with run_stop_next_attempt.
+-- Under the job guard (runs_claim); a stopped run ends with run_stop_next_attempt.
 UPDATE job_runs SET enqueued_at = :now
 WHERE run_id = :run_id AND status = 'ENQUEUED' AND enqueued_at = :enqueued_at
   AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
@@ -536,15 +493,6 @@ SELECT EXISTS (SELECT 1 FROM api_tokens) AS present
 
 -- --- attempts and job history (0006) -----------------------------------------------------
 
--- name: attempt_start
-INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
-VALUES (:run_id, :token, :attempt, 'running', :now)
-
--- name: attempts_lost
--- Before a new attempt starts: any attempt of the run still running lost its lease.
-UPDATE run_attempts SET status = 'lost', finished_at = :now, error = :error
-WHERE run_id = :run_id AND status = 'running'
-
 -- name: attempt_end
 UPDATE run_attempts
 SET status = :a_status, finished_at = :a_now, error = :a_error, preview = :a_preview
@@ -625,19 +573,6 @@ WHERE run_id = :run_id AND channel_key = :channel_key AND status = 'sending'
 SELECT * FROM deliveries
 WHERE run_id IN (SELECT value FROM json_each(:run_ids))
 ORDER BY run_id, channel_key
-
--- name: inbox_insert
-INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
-                   created_at)
-VALUES (:item_id, :user_id, :job_id, :run_id, :title, :body, :output, :scheduled_at,
-        :created_at)
-ON CONFLICT (run_id) DO NOTHING
-
--- name: inbox_delivered
-INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
-                        sent_at, updated_at)
-VALUES (:run_id, 'inbox', 'inbox', 'inbox', 'delivered', 1, :claim_token, :now, :now)
-ON CONFLICT (run_id, channel_key) DO NOTHING
 
 -- name: inbox_list
 -- Unread first, then newest first; the cursor is the last item of the previous page.
@@ -739,3 +674,159 @@ WHERE user_id = :from_user
 
 -- name: inbox_reassign
 UPDATE inbox SET user_id = :to_user WHERE user_id = :from_user
+
+-- name: runs_claim
+-- A new attempt for each claim of a batch (store/run_batches.py), in one statement: for a
+-- queued run, or a running one whose worker stopped renewing (a RETRYING run is not
+-- claimable: the rescuer hands it back at its retry_at); :claims is a JSON array of
+-- {run_id, token, now, lease_expires_at}.
+-- The job guard (store/job_guard.py), the same in every transition that starts or resumes
+-- work: a scheduled run of a paused job, or any run of a deleted one, does not move here; the
+-- same write transaction (BEGIN IMMEDIATE, so no pause lands in between) then ends it with
+-- runs_stop_next_attempt. Each claim keeps its own guard; two claims
+-- of one run update it once, with one of the tokens (the returned lease_token says whose).
+UPDATE job_runs
+SET status = 'RUNNING', attempt = attempt + 1, lease_token = c.token,
+    lease_expires_at = c.lease_expires_at, started_at = c.now, error = NULL, retry_at = NULL
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.now') AS now,
+             json_extract(value, '$.lease_expires_at') AS lease_expires_at
+      FROM json_each(:claims)) AS c
+WHERE job_runs.run_id = c.run_id
+  AND (job_runs.status = 'ENQUEUED'
+       OR (job_runs.status = 'RUNNING' AND job_runs.lease_expires_at <= c.now))
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+RETURNING *
+
+-- name: runs_stop_next_attempt
+-- run_stop_next_attempt for a batch of claims (the same :claims), in the same transaction.
+UPDATE job_runs
+SET status = 'CANCELLED', finished_at = c.now, lease_token = NULL, lease_expires_at = NULL,
+    retry_at = NULL,
+    error = (SELECT CASE j.status WHEN 'paused' THEN :paused_error ELSE :deleted_error END
+                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.now') AS now
+      FROM json_each(:claims)) AS c
+WHERE job_runs.run_id = c.run_id
+  AND (job_runs.status = 'ENQUEUED'
+       OR (job_runs.status = 'RUNNING' AND job_runs.lease_expires_at <= c.now))
+  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+              AND (j.status = 'cancelled'
+                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+RETURNING run_id, finished_at
+
+-- name: attempts_lost_many
+-- Before new attempts start: any attempt of these runs still running lost its lease; :ended is a JSON array of {run_id, now}.
+UPDATE run_attempts SET status = 'lost', finished_at = e.now, error = :error
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.now') AS now
+      FROM json_each(:ended)) AS e
+WHERE run_attempts.run_id = e.run_id AND run_attempts.status = 'running'
+
+-- name: attempts_start_many
+-- The attempts that start; :started is a JSON array of {run_id, token, attempt, now}.
+INSERT INTO run_attempts (run_id, token, attempt, status, started_at)
+SELECT json_extract(value, '$.run_id'), json_extract(value, '$.token'),
+       json_extract(value, '$.attempt'), 'running', json_extract(value, '$.now')
+FROM json_each(:started)
+
+-- name: attempts_end_many
+-- attempt_end for many attempts; :ended is a JSON array of attempt_end's parameters.
+UPDATE run_attempts
+SET status = e.a_status, finished_at = e.a_now, error = e.a_error, preview = e.a_preview
+FROM (SELECT json_extract(value, '$.a_run_id') AS a_run_id,
+             json_extract(value, '$.a_token') AS a_token,
+             json_extract(value, '$.a_status') AS a_status,
+             json_extract(value, '$.a_now') AS a_now,
+             json_extract(value, '$.a_error') AS a_error,
+             json_extract(value, '$.a_preview') AS a_preview
+      FROM json_each(:ended)) AS e
+WHERE run_attempts.run_id = e.a_run_id AND run_attempts.token = e.a_token
+  AND run_attempts.status = 'running'
+
+-- name: runs_retry
+-- Failed attempts' runs put up for a retry, under the job guard (runs_retry_stopped ends a
+-- stopped run instead); :retries is a JSON array of {run_id, token, error, retry_at}.
+UPDATE job_runs SET status = 'RETRYING', error = t.error, lease_expires_at = NULL,
+                    retry_at = t.retry_at
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.error') AS error,
+             json_extract(value, '$.retry_at') AS retry_at
+      FROM json_each(:retries)) AS t
+WHERE job_runs.run_id = t.run_id AND job_runs.status = 'RUNNING'
+  AND job_runs.lease_token = t.token
+  AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+                  AND (j.status = 'cancelled'
+                       OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+RETURNING run_id, lease_token, status
+
+-- name: runs_retry_stopped
+-- The retries the job guard stops, CANCELLED (the same :retries, each with its paused_error and
+-- deleted_error), after runs_retry in the same transaction.
+UPDATE job_runs
+SET status = 'CANCELLED', lease_expires_at = NULL, finished_at = t.now,
+    error = (SELECT CASE j.status WHEN 'paused' THEN t.paused_error ELSE t.deleted_error END
+                 FROM jobs AS j WHERE j.job_id = job_runs.job_id)
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.now') AS now,
+             json_extract(value, '$.paused_error') AS paused_error,
+             json_extract(value, '$.deleted_error') AS deleted_error
+      FROM json_each(:retries)) AS t
+WHERE job_runs.run_id = t.run_id AND job_runs.status = 'RUNNING'
+  AND job_runs.lease_token = t.token
+  AND EXISTS (SELECT 1 FROM jobs AS j WHERE j.job_id = job_runs.job_id
+              AND (j.status = 'cancelled'
+                   OR (j.status = 'paused' AND job_runs.kind = 'scheduled')))
+RETURNING run_id, lease_token, status
+
+-- name: runs_finish
+-- The terminal status of a batch of runs (their events, attempts and inbox items follow in
+-- the same transaction); :finishes is a JSON array of {run_id, token, status, finished_at,
+-- output, error, dead_lettered}. The returned rows are the runs it finished.
+UPDATE job_runs
+SET status = f.status, finished_at = f.finished_at, output = f.output, error = f.error,
+    dead_lettered = f.dead_lettered, lease_expires_at = NULL
+FROM (SELECT json_extract(value, '$.run_id') AS run_id, json_extract(value, '$.token') AS token,
+             json_extract(value, '$.status') AS status,
+             json_extract(value, '$.finished_at') AS finished_at,
+             json_extract(value, '$.output') AS output, json_extract(value, '$.error') AS error,
+             json_extract(value, '$.dead_lettered') AS dead_lettered
+      FROM json_each(:finishes)) AS f
+WHERE job_runs.run_id = f.run_id AND job_runs.status = 'RUNNING'
+  AND job_runs.lease_token = f.token
+RETURNING run_id, job_id, lease_token
+
+-- name: inbox_insert_many
+-- The runs' inbox items; :items is a JSON array of inbox_params.
+INSERT INTO inbox (item_id, user_id, job_id, run_id, title, body, output, scheduled_at,
+                   created_at)
+SELECT json_extract(value, '$.item_id'), json_extract(value, '$.user_id'),
+       json_extract(value, '$.job_id'), json_extract(value, '$.run_id'),
+       json_extract(value, '$.title'), json_extract(value, '$.body'),
+       json_extract(value, '$.output'), json_extract(value, '$.scheduled_at'),
+       json_extract(value, '$.created_at')
+FROM json_each(:items)
+WHERE true
+ON CONFLICT (run_id) DO NOTHING
+
+-- name: inbox_delivered_many
+-- Their DELIVERED rows (the same :items).
+INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
+                        sent_at, updated_at)
+SELECT json_extract(value, '$.run_id'), 'inbox', 'inbox', 'inbox', 'delivered', 1,
+       json_extract(value, '$.claim_token'), json_extract(value, '$.now'),
+       json_extract(value, '$.now')
+FROM json_each(:items)
+WHERE true
+ON CONFLICT (run_id, channel_key) DO NOTHING
+
+-- name: events_append_many
+-- event_append for many runs, in the array's order; :events is a JSON array of
+-- {job_id, run_id, status, emitted_at}.
+INSERT INTO run_events (job_id, run_id, status, emitted_at)
+SELECT json_extract(value, '$.job_id'), json_extract(value, '$.run_id'),
+       json_extract(value, '$.status'), json_extract(value, '$.emitted_at')
+FROM json_each(:events)
+ORDER BY key
+RETURNING event_id, run_id

@@ -182,6 +182,16 @@ class ApplyResult(enum.Enum):
 
 
 @dataclass(frozen=True)
+class EventsApplied:
+    """What ``events_apply`` did with a batch: its first ``applied`` events are applied (the
+    cursor is at the last of them); ``result`` is APPLIED when all were, else why the next one
+    was not (CURSOR_MOVED: nothing of the batch was written)."""
+
+    applied: int
+    result: ApplyResult
+
+
+@dataclass(frozen=True)
 class RunCounts:
     """Counts for a metrics scrape, each read through a partial index and capped."""
 
@@ -626,6 +636,12 @@ class EventStore(Protocol):
       the same transaction, with the job's row locked, finds none of its runs open (see
       ``EventApply.job_status``): a run inserted by a schedule change or reopened by a redrive
       keeps it as it is.
+    * ``events_apply`` does the same for a batch of consecutive events in ONE transaction, one
+      statement per step for the whole batch (``store/event_batch.py``). Each event keeps its
+      own guards: a job that changed since its event's decision cuts the batch there (the
+      events before it are applied and the cursor stops at the last of them), so one refused
+      guard holds back one event, which its caller decides again, not the batch. A crash
+      anywhere in the transaction writes nothing, cursor included.
     """
 
     async def events_after(self, event_id: int, limit: int) -> list[RunEvent]: ...
@@ -636,6 +652,12 @@ class EventStore(Protocol):
         """APPLIED, or (with nothing written) CURSOR_MOVED when the cursor has moved since
         ``previous_event_id``, JOB_CHANGED when the job's version is no longer
         ``job_version``."""
+        ...
+
+    async def events_apply(self, applies: Sequence[EventApply]) -> EventsApplied:
+        """Apply consecutive events (each ``previous_event_id`` is the event before it; a job
+        at most once among events whose ``job_version`` is set, else ValueError) from the
+        longest prefix whose job guards hold, cursor included, in one transaction."""
         ...
 
     async def events_lag(self, consumer: str, now: datetime) -> float:

@@ -27,6 +27,7 @@ from onthedot.domain.delivery import (
     InboxItem,
     WebhookSecret,
 )
+from onthedot.domain.errors import BackendError
 from onthedot.domain.history import (
     LOST_ERROR,
     RELEASED_ERROR,
@@ -47,6 +48,7 @@ from onthedot.store.base import (
     DueClaim,
     DueClaimed,
     EventApply,
+    EventsApplied,
     FeedState,
     FeedStatesPut,
     InboxQuery,
@@ -79,6 +81,7 @@ from onthedot.store.delivery_rows import (
     secret_from_row,
     secret_params,
 )
+from onthedot.store.event_batch import EventBatch, OpenRuns, single_result
 from onthedot.store.history_rows import (
     attempt_end_params,
     attempt_from_row,
@@ -418,39 +421,56 @@ class SqliteStore(SharedReads):
 
     # --- events --------------------------------------------------------------------------
     async def event_apply(self, apply: EventApply) -> ApplyResult:
-        def tx(c: sqlite3.Connection) -> ApplyResult:
-            c.execute(Q["cursor_init"], {"consumer": apply.consumer})
-            moved = c.execute(Q["cursor_advance"], {
-                "consumer": apply.consumer,
-                "position": apply.event.event_id,
-                "previous": apply.previous_event_id,
-            }).rowcount
-            if moved != 1:
-                return ApplyResult.CURSOR_MOVED  # nothing written: BEGIN IMMEDIATE, no change
-            if apply.job_version is None:
-                return ApplyResult.APPLIED  # the job is gone: only the cursor moves
-            job = {"job_id": apply.event.job_id, "version": apply.job_version}
-            if c.execute(Q["job_lock"], job).fetchone() is None:
+        return single_result(await self.events_apply([apply]))
+
+    async def events_apply(self, applies: Sequence[EventApply]) -> EventsApplied:
+        batch = EventBatch(applies)
+
+        def tx(c: sqlite3.Connection) -> EventsApplied:
+            if not _cursor_advance(c, batch.consumer, batch.previous, batch.last):
+                return EventsApplied(applied=0, result=ApplyResult.CURSOR_MOVED)
+            applied = _batch_guard(c, batch)
+            if applied == 0:
                 raise _JobChanged  # undo the cursor advance
-            other_open = self._other_open(c, apply)
-            ends = apply.job_status is not None and not _has_open_run(c, apply)
-            c.execute(Q["job_apply_event"], {
-                **job,
-                "job_status": apply.job_status.value if ends and apply.job_status else None,
-                "set_next_run_at": int(apply.set_next_run_at and not other_open
-                                       and (ends or apply.job_status is None)),
-                "next_run_at": ts(apply.next_run_at),
-                "last_run_id": apply.event.run_id,
-                "updated_at": ts(apply.event.emitted_at),
-            })
-            if apply.insert_run is not None and not other_open:
-                self._insert_or_revive(c, apply.insert_run)
-            return ApplyResult.APPLIED
+            if applied < len(batch.applies):  # the cursor stops before the changed job
+                _cursor_advance(c, batch.consumer, batch.last,
+                                batch.applies[applied - 1].event.event_id)
+            self._batch_write(c, batch.applies[:applied])
+            return batch.outcome(applied)
 
         try:
             return await self._db.write(tx)
         except _JobChanged:
-            return ApplyResult.JOB_CHANGED
+            return EventsApplied(applied=0, result=ApplyResult.JOB_CHANGED)
+
+    def _batch_write(self, c: sqlite3.Connection, applies: Sequence[EventApply]) -> None:
+        found: dict[str, OpenRuns] = {}
+        checks = EventBatch.to_check(applies)
+        if checks:
+            found = {r["job_id"]: OpenRuns(other_open=bool(r["other_open"]), open=bool(r["open"]))
+                     for r in c.execute(Q["jobs_open_runs"], {"jobs": _json_rows([
+                         {"job_id": a.event.job_id,
+                          "insert_run_id": None if a.insert_run is None else a.insert_run.run_id,
+                          "include_manual": a.wait_for_manual_runs} for a in checks])})}
+        jobs, runs = EventBatch.writes(applies, found)
+        if jobs:
+            updated = c.execute(Q["jobs_apply_events"], {"jobs": _json_rows([
+                {"job_id": j.job_id, "version": j.version, "job_status": j.job_status,
+                 "set_next_run_at": j.set_next_run_at, "next_run_at": ts(j.next_run_at),
+                 "last_run_id": j.last_run_id, "updated_at": ts(j.updated_at)}
+                for j in jobs])}).rowcount
+            if updated != len(jobs):  # cannot happen: the write lock is held since the guard
+                raise BackendError("a job changed under the write lock during its event apply")
+        if runs:
+            inserted = {r["run_id"] for r in c.execute(Q["runs_insert_many"], {
+                "runs": _json_rows([run_to_params(r) for r in runs])})}
+            touches = _watermark_touches([r for r in runs if r.run_id in inserted],
+                                         self._clock.now())
+            if touches:
+                c.execute(Q["watermarks_touch_many"], {"touches": _json_rows(touches)})
+            for run in runs:
+                if run.run_id not in inserted:
+                    self._revive(c, run)
 
     # --- per-job state of actions ----------------------------------------------------------
     async def feed_states_get(self, job_id: str, run_id: str) -> list[FeedState]:
@@ -616,8 +636,11 @@ class SqliteStore(SharedReads):
 
     def _insert_or_revive(self, c: sqlite3.Connection, run: JobRun) -> None:
         """Insert the run, or bring a CANCELLED run with its id back to PENDING."""
-        if self._insert_run(c, run):
-            return
+        if not self._insert_run(c, run):
+            self._revive(c, run)
+
+    def _revive(self, c: sqlite3.Connection, run: JobRun) -> None:
+        """Bring a CANCELLED run with this run's id back to PENDING."""
         if c.execute(Q["run_revive"], {"run_id": run.run_id}).rowcount == 1:
             self._touch_watermark(c, run)
 
@@ -625,16 +648,6 @@ class SqliteStore(SharedReads):
         behind = is_behind(run.scheduled_at, self._clock.now())
         c.execute(Q["watermark_touch"], {"shard": run.shard, "bucket": run.time_bucket,
                                          "behind": int(behind)})
-
-    @staticmethod
-    def _other_open(c: sqlite3.Connection, apply: EventApply) -> bool:
-        """Does the job have an open scheduled run besides the one this event would insert
-        (a resume or a schedule change inserted it while the event's run was running)?"""
-        if apply.insert_run is None:
-            return False
-        row = c.execute(Q["job_has_other_open_run"], {
-            "job_id": apply.event.job_id, "run_id": apply.insert_run.run_id}).fetchone()
-        return bool(row["open"])
 
     async def _one(self, sql: str, params: dict[str, Any]) -> sqlite3.Row | None:
         row: sqlite3.Row | None = await self._db.run(lambda c: c.execute(sql, params).fetchone())
@@ -753,6 +766,28 @@ class _JobChanged(Exception):
     """Raised inside an event_apply transaction to roll it back."""
 
 
+def _cursor_advance(c: sqlite3.Connection, consumer: str, previous: int, position: int) -> bool:
+    advance = {"consumer": consumer, "position": position, "previous": previous}
+    moved = c.execute(Q["cursor_advance"], advance).rowcount
+    if moved != 1 and previous == 0:
+        # The consumer's first event: its row (at 0) is made once, not per event.
+        c.execute(Q["cursor_init"], {"consumer": consumer})
+        moved = c.execute(Q["cursor_advance"], advance).rowcount
+    return moved == 1
+
+
+def _batch_guard(c: sqlite3.Connection, batch: EventBatch) -> int:
+    """How many of the batch's events apply: up to the first whose job is no longer at the
+    version its decision was made from (read under the write lock, so it stays so)."""
+    guarded = batch.guarded()
+    if not guarded:
+        return len(batch.applies)
+    versions = {r["job_id"]: int(r["version"]) for r in c.execute(Q["jobs_versions"], {
+        "job_ids": _json_rows([a.event.job_id for a in guarded])})}
+    return batch.cut({a.event.job_id for a in guarded
+                      if versions.get(a.event.job_id) == a.job_version})
+
+
 def _append_event(c: sqlite3.Connection, job_id: str, run_id: str, status: RunStatus,
                   at: datetime) -> RunEvent:
     row = c.execute(Q["event_append"], {
@@ -786,10 +821,15 @@ def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
     """Walk the shard's hourly buckets from its watermark up to now, claiming due runs
     (``store.watermark`` decides where the walk starts and where the watermark moves), unless
     the claim's lease token is no longer the shard's."""
-    if claim.lease_token is not None and c.execute(Q["shard_lease_check"], {
-            "shard": claim.shard, "token": claim.lease_token}).fetchone() is None:
-        return DueClaimed(enqueued=[], skipped=[], lease_lost=True)
-    row = c.execute(Q["watermark_get"], {"shard": claim.shard}).fetchone()
+    if claim.lease_token is None:
+        row = c.execute(Q["watermark_get"], {"shard": claim.shard}).fetchone()
+    else:  # the fence and the watermark in one statement
+        row = c.execute(Q["shard_claim_start"], {"shard": claim.shard,
+                                                 "token": claim.lease_token}).fetchone()
+        if row is None:
+            return DueClaimed(enqueued=[], skipped=[], lease_lost=True)
+        if row["bucket"] is None:
+            row = None  # the shard's first visit
     generation = None if row is None else int(row["generation"])
     oldest: int | None = None
     if row is None:  # first visit: start at the oldest PENDING run, however old
@@ -810,11 +850,15 @@ def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
                 skipped.append(replace(run, status=RunStatus.SKIPPED, finished_at=claim.now,
                                        error=MISSED_ERROR))
             else:
-                c.execute(Q["run_mark_enqueued"], {"run_id": run.run_id, "now": ts(claim.now)})
                 enqueued.append(replace(run, status=RunStatus.ENQUEUED, enqueued_at=claim.now))
         walk.claimed(b, len(rows))
-    query, params = walk.save(generation)
-    c.execute(Q[query], params)
+    if enqueued:  # one statement for every run the walk enqueues (they are PENDING: read under
+        # the write lock this transaction holds)
+        c.execute(Q["runs_mark_enqueued"], {
+            "run_ids": _json_rows([r.run_id for r in enqueued]), "now": ts(claim.now)})
+    save = walk.save(generation)
+    if save is not None:
+        c.execute(Q[save[0]], save[1])
     return DueClaimed(enqueued=enqueued, skipped=skipped)
 
 
@@ -822,16 +866,6 @@ def _misfired(run: JobRun, misfire_policy: str, claim: DueClaim) -> bool:
     if run.kind == "manual" or misfire_policy != "skip":
         return False
     return (claim.now - run.scheduled_at).total_seconds() > claim.misfire_grace_seconds
-
-
-def _has_open_run(c: sqlite3.Connection, apply: EventApply) -> bool:
-    """Is a run of the event's job open (a new time given while the event's run was running, a
-    redrive, a run-now of a one-time job)? Then the event does not end the job: that run's
-    event will."""
-    row = c.execute(Q["job_has_open_run"], {
-        "job_id": apply.event.job_id,
-        "include_manual": int(apply.wait_for_manual_runs)}).fetchone()
-    return bool(row["open"])
 
 
 def _check_active(c: sqlite3.Connection, user_id: str, max_active: int) -> None:

@@ -559,6 +559,13 @@ class DueStore(Protocol):
         partitions from its watermark up to now, and advances the watermark past drained buckets."""
         ...
 
+    async def runs_claim_due_many(self, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+        """``runs_claim_due`` for several shards (a watcher's tick) in one transaction, each
+        claim with the same guarantees as alone; the answers in the claims' order. PostgreSQL
+        fences them all and claims every shard's bucket in one statement each when they share
+        one instant, one misfire grace and are all fenced."""
+        ...
+
     async def shard_watermark(self, shard: int) -> int | None:
         """The earliest time bucket of the shard that may still hold PENDING runs."""
         ...

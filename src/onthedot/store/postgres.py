@@ -572,6 +572,12 @@ class PostgresStore(SharedReads):
         async with self._tx() as conn:
             return await _claim_due(conn, claim)
 
+    async def runs_claim_due_many(self, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+        if not _one_tick(claims):
+            return [await self.runs_claim_due(claim) for claim in claims]
+        async with self._tx() as conn:
+            return await _claim_due_many(conn, claims)
+
     async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
                                       limit: int) -> list[JobRun]:
         rows = await self._all(Q["runs_enqueued_in_shards"],
@@ -1186,6 +1192,85 @@ async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
     if save is not None:
         await conn.execute(Q[save[0]], save[1])
     return DueClaimed(enqueued=enqueued, skipped=skipped)
+
+
+def _one_tick(claims: Sequence[DueClaim]) -> bool:
+    """Can these claims go in one statement per round: fenced, distinct shards, one instant
+    and one misfire grace (a watcher's tick)?"""
+    return (len(claims) > 1 and all(c.lease_token is not None for c in claims)
+            and len({c.shard for c in claims}) == len(claims)
+            and len({(c.now, c.misfire_grace_seconds) for c in claims}) == 1)
+
+
+async def _claim_due_many(conn: Conn, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+    """_claim_due for a tick's shards in one transaction: one statement fences them all and
+    reads their watermarks, then each round claims the next bucket of every walk with room left
+    in one statement (a round per bucket of the longest walk: one, or two in the first minutes
+    of an hour)."""
+    ordered = sorted(claims, key=lambda c: c.shard)  # the lease rows' lock order
+    cur = await conn.execute(Q["shards_claim_start"], {
+        "shards": [c.shard for c in ordered], "tokens": [c.lease_token for c in ordered]})
+    held = {int(r["shard"]): r for r in await cur.fetchall()}
+    cap = max(1, MAX_EVENTS_PER_TRANSACTION // len(ordered))  # skipped runs' events
+    walks: dict[int, tuple[BucketWalk, int | None]] = {}
+    for claim in ordered:
+        row = held.get(claim.shard)
+        if row is None:
+            continue
+        oldest: int | None = None
+        if row["bucket"] is None:  # first visit: start at the oldest PENDING run, however old
+            found = await (await conn.execute(Q["oldest_pending_bucket"],
+                                              {"shard": claim.shard})).fetchone()
+            oldest = None if found is None or found["bucket"] is None else int(found["bucket"])
+        walks[claim.shard] = (
+            BucketWalk(claim, None if row["bucket"] is None else int(row["bucket"]), oldest,
+                       min(claim.limit, cap)),
+            None if row["generation"] is None else int(row["generation"]))
+    runs: dict[int, list[JobRun]] = {shard: [] for shard in walks}
+    pending = {shard: walk.buckets() for shard, (walk, _) in walks.items()}
+    while pending:
+        step = {shard: b for shard, it in pending.items() if (b := next(it, None)) is not None}
+        pending = {shard: pending[shard] for shard in step}
+        if step:
+            await _claim_round(conn, ordered[0], step, walks, runs)
+    for walk, generation in walks.values():
+        save = walk.save(generation)
+        if save is not None:
+            await conn.execute(Q[save[0]], save[1])
+    results = {shard: DueClaimed(
+        enqueued=[r for r in got if r.status is RunStatus.ENQUEUED],
+        skipped=[r for r in got if r.status is RunStatus.SKIPPED]) for shard, got in runs.items()}
+    lost = DueClaimed(enqueued=[], skipped=[], lease_lost=True)
+    return [results.get(claim.shard, lost) for claim in claims]
+
+
+async def _claim_round(conn: Conn, tick: DueClaim, step: dict[int, int],
+                       walks: dict[int, tuple[BucketWalk, int | None]],
+                       runs: dict[int, list[JobRun]]) -> None:
+    """Claim one bucket of each walk in ``step`` ({shard: bucket}) in one statement."""
+    shards = sorted(step)
+    starts = [bucket_start(step[s]) for s in shards]
+    cur = await conn.execute(Q["runs_claim_due_buckets"], {
+        "shards": shards, "buckets": [step[s] for s in shards], "bucket_froms": starts,
+        "bucket_tos": [start + HOUR for start in starts],
+        "limits": [walks[s][0].remaining for s in shards], "range_from": min(starts),
+        "now": tick.now,
+        "misfire_before": tick.now - timedelta(seconds=tick.misfire_grace_seconds)})
+    counts = dict.fromkeys(shards, 0)
+    for row in await cur.fetchall():
+        run = run_from_row(row)
+        runs[run.shard].append(run)
+        counts[run.shard] += 1
+    for shard in shards:
+        walk = walks[shard][0]
+        walk.claimed(step[shard], counts[shard])
+        if walk.would_pass(step[shard]):
+            # Rows another transaction holds were skipped; until it commits they are PENDING.
+            cur = await conn.execute(Q["bucket_has_pending"], _bucket_params(
+                shard, step[shard], tick.now, walk.remaining, tick.misfire_grace_seconds))
+            found = await cur.fetchone()
+            if found is not None and found["pending"]:
+                walk.hold(step[shard])
 
 
 class _JobChanged(Exception):

@@ -240,6 +240,11 @@ class SqliteStore(SharedReads):
     async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
         return await self._db.write(lambda c: _claim_due(c, claim))
 
+    async def runs_claim_due_many(self, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+        if not claims:
+            return []
+        return await self._db.write(lambda c: [_claim_due(c, claim) for claim in claims])
+
     async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
                                       limit: int) -> list[JobRun]:
         rows = await self._all(Q["runs_enqueued_in_shards"], {

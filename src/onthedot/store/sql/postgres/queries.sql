@@ -225,6 +225,48 @@ WITH due AS (
 )
 SELECT * FROM claimed ORDER BY scheduled_at, job_id
 
+-- name: runs_claim_due_buckets
+-- runs_claim_due_bucket for several shards at once, one bucket of each (a watcher's tick over its
+-- shards): per (shard, bucket, limit) row of the arrays, the same locked CTE, through LATERAL.
+-- The overall instant range (%(range_from)s .. %(now)s) lets the planner prune to the daily
+-- partitions the buckets lie in.
+WITH k AS (
+    SELECT * FROM unnest(%(shards)s::integer[], %(buckets)s::bigint[],
+                         %(bucket_froms)s::timestamptz[], %(bucket_tos)s::timestamptz[],
+                         %(limits)s::integer[])
+                  AS k (shard, bucket, bucket_from, bucket_to, lim)
+), due AS (
+    SELECT d.* FROM k CROSS JOIN LATERAL (
+        SELECT r.run_id, r.scheduled_at,
+               (r.kind <> 'manual' AND j.misfire_policy = 'skip'
+                AND r.scheduled_at < %(misfire_before)s) AS misfired
+        FROM job_runs AS r JOIN jobs AS j ON j.job_id = r.job_id
+        WHERE r.shard = k.shard AND r.time_bucket = k.bucket
+          AND r.scheduled_at >= k.bucket_from AND r.scheduled_at < k.bucket_to
+          AND r.scheduled_at >= %(range_from)s AND r.scheduled_at <= %(now)s
+          AND r.status = 'PENDING'
+        ORDER BY r.scheduled_at, r.job_id
+        LIMIT k.lim
+        FOR UPDATE OF r SKIP LOCKED
+    ) AS d
+), claimed AS (
+    UPDATE job_runs AS r
+    SET status = CASE WHEN due.misfired THEN 'SKIPPED' ELSE 'ENQUEUED' END,
+        enqueued_at = CASE WHEN due.misfired THEN r.enqueued_at ELSE %(now)s END,
+        finished_at = CASE WHEN due.misfired THEN %(now)s ELSE r.finished_at END,
+        error = CASE WHEN due.misfired THEN 'missed: misfire policy is skip' ELSE r.error END
+    FROM due
+    WHERE r.run_id = due.run_id AND r.scheduled_at = due.scheduled_at
+      AND r.scheduled_at >= %(range_from)s AND r.scheduled_at <= %(now)s
+      AND r.status = 'PENDING'
+    RETURNING r.*
+), skipped_events AS (
+    INSERT INTO run_events (job_id, run_id, status, emitted_at)
+    SELECT job_id, run_id, 'SKIPPED', %(now)s FROM claimed WHERE status = 'SKIPPED'
+    ORDER BY scheduled_at, job_id
+)
+SELECT * FROM claimed ORDER BY shard, scheduled_at, job_id
+
 -- name: bucket_has_pending
 -- After a short claim: were rows skipped because another transaction holds them? Their bucket
 -- is not drained until that transaction commits, so the watermark must not pass it.
@@ -820,6 +862,16 @@ ORDER BY enqueued_at LIMIT %(limit)s
 SELECT w.bucket, w.generation FROM shard_leases AS l
 LEFT JOIN shard_watermarks AS w ON w.shard = l.shard
 WHERE l.shard = %(shard)s AND l.token = %(token)s
+FOR SHARE OF l
+
+-- name: shards_claim_start
+-- shard_claim_start for several shards (in shard order): a row per shard whose token is still
+-- the claim's, with its watermark (NULL on a first visit); a shard without a row has a new owner.
+SELECT l.shard, w.bucket, w.generation
+FROM unnest(%(shards)s::integer[], %(tokens)s::bigint[]) AS k (shard, token)
+JOIN shard_leases AS l ON l.shard = k.shard AND l.token = k.token
+LEFT JOIN shard_watermarks AS w ON w.shard = l.shard
+ORDER BY l.shard
 FOR SHARE OF l
 
 -- name: shard_owners

@@ -64,10 +64,12 @@ class RecurringWatcher:
         applied = 0
         while applied < len(events):
             batch = one_event_per_job(events[applied:])
-            if stale & {e.job_id for e in batch}:
-                jobs.update(await self.store.jobs_get_any_many(
-                    sorted(stale & {e.job_id for e in batch})))
-                stale -= {e.job_id for e in batch}
+            again = stale & {e.job_id for e in batch}
+            if again:  # read again (a job deleted meanwhile is then absent)
+                for job_id in again:
+                    jobs.pop(job_id, None)
+                jobs.update(await self.store.jobs_get_any_many(sorted(again)))
+                stale -= again
             decisions = await self._decide_batch(batch, cursor, jobs, runs)
             done = await self.store.events_apply(decisions)
             applied += done.applied

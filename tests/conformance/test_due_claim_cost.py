@@ -4,7 +4,8 @@ PostgreSQL claims a bucket in one statement; SQLite reads the bucket and marks e
 enqueues in one more. A watcher's tick claims all its shards in one call
 (``runs_claim_due_many``): on PostgreSQL one statement fences them all and reads their
 watermarks, and one claims a bucket of each, whatever the number of shards; each shard keeps its
-own fence, limit and watermark."""
+own fence, limit and watermark. A lease renewal takes all the watcher's shards in one statement
+on both backends."""
 
 from __future__ import annotations
 
@@ -126,3 +127,21 @@ async def test_a_tick_walks_each_shard_from_its_own_watermark_within_its_limit(
     assert second[0].enqueued == []
     assert len(second[1].enqueued) == 2
     assert await statuses(store, current) == {RunStatus.ENQUEUED}
+
+
+async def test_a_lease_renewal_costs_the_same_for_two_shards_or_thirty_two(store: Store) -> None:
+    now = half_past()
+    await store.shard_leases_acquire("a", [0, 1], now, 10.0)
+    await store.shard_leases_acquire("b", list(range(2, 34)), now, 10.0)
+
+    before = _store_statements()
+    two = await store.shard_leases_acquire("a", [0, 1], now + timedelta(seconds=1), 10.0)
+    two_cost = _store_statements() - before
+    before = _store_statements()
+    many = await store.shard_leases_acquire("b", list(range(2, 34)), now + timedelta(seconds=1),
+                                            10.0)
+    many_cost = _store_statements() - before
+
+    assert [lease.shard for lease in two] == [0, 1]
+    assert [lease.shard for lease in many] == list(range(2, 34))
+    assert two_cost == many_cost == 4  # hand over, previous holders, take, read back

@@ -508,10 +508,9 @@ class SqliteStore(SharedReads):
             previous = {int(r["shard"]): (str(r["owner"]), need_ts(r["expires_at"]))
                         for r in c.execute(Q["shard_leases_previous"],
                                            {"shards": json.dumps(wanted)})}
-            c.executemany(Q["shard_lease_take"], [
-                {"shard": s, "owner": owner, "expires_at": expires, "now": ts(now)}
-                for s in wanted
-            ])
+            if wanted:
+                c.execute(Q["shard_lease_take"], {"shards": json.dumps(wanted), "owner": owner,
+                                                  "expires_at": expires, "now": ts(now)})
             rows = c.execute(Q["shard_leases_owned"], {"owner": owner, "now": ts(now)})
             return leases_taken(previous, [(int(r["shard"]), int(r["token"])) for r in rows],
                                 now)

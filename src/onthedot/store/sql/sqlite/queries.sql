@@ -493,8 +493,11 @@ SELECT shard, owner, expires_at FROM shard_leases
 WHERE shard IN (SELECT value FROM json_each(:shards))
 
 -- name: shard_lease_take
--- A new tenure (another owner, or the lease had lapsed) gets the next fencing token.
-INSERT INTO shard_leases (shard, owner, expires_at) VALUES (:shard, :owner, :expires_at)
+-- A new tenure (another owner, or the lease had lapsed) gets the next fencing token. Every wanted
+-- shard in one statement; :shards is a JSON array ("WHERE true" keeps SQLite from reading ON
+-- CONFLICT as a join constraint).
+INSERT INTO shard_leases (shard, owner, expires_at)
+SELECT value, :owner, :expires_at FROM json_each(:shards) WHERE true
 ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
     token = CASE WHEN shard_leases.owner = excluded.owner AND shard_leases.expires_at > :now
                  THEN shard_leases.token ELSE shard_leases.token + 1 END

@@ -243,6 +243,8 @@ class SqliteStore(SharedReads):
     async def runs_claim_due_many(self, claims: Sequence[DueClaim]) -> list[DueClaimed]:
         if not claims:
             return []
+        if _one_tick(claims):
+            return await self._db.write(lambda c: _claim_due_many(c, claims))
         return await self._db.write(lambda c: [_claim_due(c, claim) for claim in claims])
 
     async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
@@ -846,24 +848,113 @@ def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
         rows = c.execute(Q["runs_due_in_bucket"], {
             "shard": claim.shard, "bucket": b, "now": ts(claim.now), "limit": walk.remaining,
         }).fetchall()
-        for r in rows:
-            run = run_from_row(r)
-            if _misfired(run, r["misfire_policy"], claim):
-                c.execute(Q["run_mark_skipped"], {"run_id": run.run_id, "now": ts(claim.now)})
-                _append_event(c, run.job_id, run.run_id, RunStatus.SKIPPED, claim.now)
-                skipped.append(replace(run, status=RunStatus.SKIPPED, finished_at=claim.now,
-                                       error=MISSED_ERROR))
-            else:
-                enqueued.append(replace(run, status=RunStatus.ENQUEUED, enqueued_at=claim.now))
+        _take_due(c, rows, claim, enqueued, skipped)
         walk.claimed(b, len(rows))
-    if enqueued:  # one statement for every run the walk enqueues (they are PENDING: read under
-        # the write lock this transaction holds)
-        c.execute(Q["runs_mark_enqueued"], {
-            "run_ids": _json_rows([r.run_id for r in enqueued]), "now": ts(claim.now)})
+    _mark_enqueued(c, enqueued, claim.now)
     save = walk.save(generation)
     if save is not None:
         c.execute(Q[save[0]], save[1])
     return DueClaimed(enqueued=enqueued, skipped=skipped)
+
+
+def _take_due(c: sqlite3.Connection, rows: Sequence[sqlite3.Row], claim: DueClaim,
+              enqueued: list[JobRun], skipped: list[JobRun]) -> None:
+    """Sort a bucket's due runs into those to enqueue and those a misfire skips (marked SKIPPED
+    with their event here)."""
+    for r in rows:
+        run = run_from_row(r)
+        if _misfired(run, r["misfire_policy"], claim):
+            c.execute(Q["run_mark_skipped"], {"run_id": run.run_id, "now": ts(claim.now)})
+            _append_event(c, run.job_id, run.run_id, RunStatus.SKIPPED, claim.now)
+            skipped.append(replace(run, status=RunStatus.SKIPPED, finished_at=claim.now,
+                                   error=MISSED_ERROR))
+        else:
+            enqueued.append(replace(run, status=RunStatus.ENQUEUED, enqueued_at=claim.now))
+
+
+def _mark_enqueued(c: sqlite3.Connection, runs: Sequence[JobRun], now: datetime) -> None:
+    """One statement for every run a claim enqueues (they are PENDING: read under the write
+    lock this transaction holds)."""
+    if runs:
+        c.execute(Q["runs_mark_enqueued"], {"run_ids": _json_rows([r.run_id for r in runs]),
+                                            "now": ts(now)})
+
+
+def _one_tick(claims: Sequence[DueClaim]) -> bool:
+    """Can these claims share statements: fenced, distinct shards, one instant, one misfire
+    grace and one limit (a watcher's tick)?"""
+    return (len(claims) > 1 and all(c.lease_token is not None for c in claims)
+            and len({c.shard for c in claims}) == len(claims)
+            and len({(c.now, c.misfire_grace_seconds, c.limit) for c in claims}) == 1)
+
+
+def _claim_due_many(c: sqlite3.Connection, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+    """_claim_due for a tick's shards: one statement fences them all and reads their
+    watermarks; each round reads the next bucket of every walk in one statement while their
+    room left is the same (the first round; later rounds, rare, read shard by shard); one
+    statement marks every run enqueued."""
+    tick = claims[0]
+    held = {int(r["shard"]): r for r in c.execute(Q["shards_claim_start"], {
+        "claims": _json_rows([[cl.shard, cl.lease_token] for cl in claims])})}
+    walks: dict[int, tuple[BucketWalk, int | None]] = {}
+    for claim in claims:
+        row = held.get(claim.shard)
+        if row is None:
+            continue
+        oldest: int | None = None
+        if row["bucket"] is None:  # first visit: start at the oldest PENDING run, however old
+            found = c.execute(Q["oldest_pending_bucket"], {"shard": claim.shard}).fetchone()
+            oldest = None if found["bucket"] is None else int(found["bucket"])
+        walks[claim.shard] = (
+            BucketWalk(claim, None if row["bucket"] is None else int(row["bucket"]), oldest,
+                       claim.limit),
+            None if row["generation"] is None else int(row["generation"]))
+    found_rows: dict[int, list[sqlite3.Row]] = {shard: [] for shard in walks}
+    pending = {shard: walk.buckets() for shard, (walk, _) in walks.items()}
+    while pending:
+        step = {shard: b for shard, it in pending.items() if (b := next(it, None)) is not None}
+        pending = {shard: pending[shard] for shard in step}
+        if not step:
+            break
+        rows = _due_in_buckets(c, tick, step, {s: walks[s][0].remaining for s in step})
+        for shard, b in step.items():
+            found_rows[shard] += rows[shard]
+            walks[shard][0].claimed(b, len(rows[shard]))
+    results: dict[int, DueClaimed] = {}
+    everything: list[JobRun] = []
+    for claim in claims:
+        if claim.shard not in walks:
+            continue
+        enqueued: list[JobRun] = []
+        skipped: list[JobRun] = []
+        _take_due(c, found_rows[claim.shard], claim, enqueued, skipped)
+        everything += enqueued
+        results[claim.shard] = DueClaimed(enqueued=enqueued, skipped=skipped)
+    _mark_enqueued(c, everything, tick.now)
+    for walk, generation in walks.values():
+        save = walk.save(generation)
+        if save is not None:
+            c.execute(Q[save[0]], save[1])
+    lost = DueClaimed(enqueued=[], skipped=[], lease_lost=True)
+    return [results.get(claim.shard, lost) for claim in claims]
+
+
+def _due_in_buckets(c: sqlite3.Connection, tick: DueClaim, step: dict[int, int],
+                    room: dict[int, int]) -> dict[int, list[sqlite3.Row]]:
+    """The due runs of one bucket per shard ({shard: bucket}), at most ``room[shard]`` each:
+    one statement when every shard has the same room (its LIMIT is one value), else one per
+    shard."""
+    rows: dict[int, list[sqlite3.Row]] = {shard: [] for shard in step}
+    if len(set(room.values())) == 1:
+        for r in c.execute(Q["runs_due_in_buckets"], {
+                "steps": _json_rows(sorted(step.items())), "now": ts(tick.now),
+                "limit": next(iter(room.values()))}):
+            rows[int(r["shard"])].append(r)
+        return rows
+    for shard, b in step.items():
+        rows[shard] = c.execute(Q["runs_due_in_bucket"], {
+            "shard": shard, "bucket": b, "now": ts(tick.now), "limit": room[shard]}).fetchall()
+    return rows
 
 
 def _misfired(run: JobRun, misfire_policy: str, claim: DueClaim) -> bool:

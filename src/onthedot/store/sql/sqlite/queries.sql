@@ -141,6 +141,22 @@ WHERE r.shard = :shard AND r.time_bucket = :bucket AND r.status = 'PENDING'
 ORDER BY r.scheduled_at, r.job_id
 LIMIT :limit
 
+-- name: runs_due_in_buckets
+-- runs_due_in_bucket for several shards at once, one bucket of each (a watcher's tick): :steps is
+-- a JSON array of [shard, bucket]; each pair reads job_runs_due through a correlated subquery,
+-- at most :limit runs of each (one LIMIT for all: SQLite's LIMIT cannot name the outer row).
+SELECT r.*, j.misfire_policy
+FROM (SELECT json_extract(value, '$[0]') AS shard, json_extract(value, '$[1]') AS bucket
+      FROM json_each(:steps)) AS k
+JOIN job_runs AS r ON r.run_id IN (
+    SELECT d.run_id FROM job_runs AS d
+    WHERE d.shard = k.shard AND d.time_bucket = k.bucket AND d.status = 'PENDING'
+      AND d.scheduled_at <= :now
+    ORDER BY d.scheduled_at, d.job_id
+    LIMIT :limit)
+JOIN jobs AS j ON j.job_id = r.job_id
+ORDER BY r.shard, r.scheduled_at, r.job_id
+
 -- name: runs_mark_enqueued
 -- The due claim's runs, read PENDING under the same write lock; :run_ids is a JSON array.
 UPDATE job_runs SET status = 'ENQUEUED', enqueued_at = :now
@@ -523,6 +539,15 @@ SELECT * FROM job_runs
 WHERE status = 'ENQUEUED' AND enqueued_at >= :since
   AND shard IN (SELECT value FROM json_each(:shards))
 ORDER BY enqueued_at LIMIT :limit
+
+-- name: shards_claim_start
+-- shard_claim_start for several shards; :claims is a JSON array of [shard, token]. A shard
+-- without a row has a new owner.
+SELECT l.shard, w.bucket, w.generation
+FROM (SELECT json_extract(value, '$[0]') AS shard, json_extract(value, '$[1]') AS token
+      FROM json_each(:claims)) AS k
+JOIN shard_leases AS l ON l.shard = k.shard AND l.token = k.token
+LEFT JOIN shard_watermarks AS w ON w.shard = l.shard
 
 -- name: shard_claim_start
 -- A fenced due claim's first statement: the shard's watermark (NULL on its first visit) if the

@@ -561,9 +561,10 @@ class DueStore(Protocol):
 
     async def runs_claim_due_many(self, claims: Sequence[DueClaim]) -> list[DueClaimed]:
         """``runs_claim_due`` for several shards (a watcher's tick) in one transaction, each
-        claim with the same guarantees as alone; the answers in the claims' order. PostgreSQL
-        fences them all and claims every shard's bucket in one statement each when they share
-        one instant, one misfire grace and are all fenced."""
+        claim with the same guarantees as alone; the answers in the claims' order. When they
+        are all fenced and share one instant and one misfire grace (and, on SQLite, one limit),
+        one statement fences them all and reads their watermarks, and one claims (SQLite:
+        reads) a bucket of each shard per round of the walks."""
         ...
 
     async def shard_watermark(self, shard: int) -> int | None:

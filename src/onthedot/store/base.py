@@ -191,6 +191,16 @@ class ApplyResult(enum.Enum):
 
 
 @dataclass(frozen=True)
+class EventsApplied:
+    """What ``events_apply`` did with a batch: its first ``applied`` events are applied (the
+    cursor is at the last of them); ``result`` is APPLIED when all were, else why the next one
+    was not (CURSOR_MOVED: nothing of the batch was written)."""
+
+    applied: int
+    result: ApplyResult
+
+
+@dataclass(frozen=True)
 class RunCounts:
     """Counts for a metrics scrape, each read through a partial index and capped."""
 
@@ -566,6 +576,14 @@ class DueStore(Protocol):
         partitions from its watermark up to now, and advances the watermark past drained buckets."""
         ...
 
+    async def runs_claim_due_many(self, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+        """``runs_claim_due`` for several shards (a watcher's tick) in one transaction, each
+        claim with the same guarantees as alone; the answers in the claims' order. When they
+        are all fenced and share one instant and one misfire grace (and, on SQLite, one limit),
+        one statement fences them all and reads their watermarks, and one claims (SQLite:
+        reads) a bucket of each shard per round of the walks."""
+        ...
+
     async def shard_watermark(self, shard: int) -> int | None:
         """The earliest time bucket of the shard that may still hold PENDING runs."""
         ...
@@ -643,6 +661,12 @@ class EventStore(Protocol):
       the same transaction, with the job's row locked, finds none of its runs open (see
       ``EventApply.job_status``): a run inserted by a schedule change or reopened by a redrive
       keeps it as it is.
+    * ``events_apply`` does the same for a batch of consecutive events in ONE transaction, one
+      statement per step for the whole batch (``store/event_batch.py``). Each event keeps its
+      own guards: a job that changed since its event's decision cuts the batch there (the
+      events before it are applied and the cursor stops at the last of them), so one refused
+      guard holds back one event, which its caller decides again, not the batch. A crash
+      anywhere in the transaction writes nothing, cursor included.
     """
 
     async def events_after(self, event_id: int, limit: int) -> list[RunEvent]: ...
@@ -653,6 +677,12 @@ class EventStore(Protocol):
         """APPLIED, or (with nothing written) CURSOR_MOVED when the cursor has moved since
         ``previous_event_id``, JOB_CHANGED when the job's version is no longer
         ``job_version``."""
+        ...
+
+    async def events_apply(self, applies: Sequence[EventApply]) -> EventsApplied:
+        """Apply consecutive events (each ``previous_event_id`` is the event before it; a job
+        at most once among events whose ``job_version`` is set, else ValueError) from the
+        longest prefix whose job guards hold, cursor included, in one transaction."""
         ...
 
     async def events_lag(self, consumer: str, now: datetime) -> float:

@@ -83,6 +83,7 @@ from onthedot.store.base import (
     DueClaim,
     DueClaimed,
     EventApply,
+    EventsApplied,
     FeedState,
     FeedStatesPut,
     InboxQuery,
@@ -115,6 +116,7 @@ from onthedot.store.delivery_rows import (
     secret_from_row,
     secret_params,
 )
+from onthedot.store.event_batch import EventBatch, OpenRuns, single_result
 from onthedot.store.history_rows import (
     attempt_end_params,
     attempt_from_row,
@@ -570,6 +572,12 @@ class PostgresStore(SharedReads):
         async with self._tx() as conn:
             return await _claim_due(conn, claim)
 
+    async def runs_claim_due_many(self, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+        if not _one_tick(claims):
+            return [await self.runs_claim_due(claim) for claim in claims]
+        async with self._tx() as conn:
+            return await _claim_due_many(conn, claims)
+
     async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
                                       limit: int) -> list[JobRun]:
         rows = await self._all(Q["runs_enqueued_in_shards"],
@@ -801,40 +809,85 @@ class PostgresStore(SharedReads):
 
     # --- events --------------------------------------------------------------------------
     async def event_apply(self, apply: EventApply) -> ApplyResult:
+        return single_result(await self.events_apply([apply]))
+
+    async def events_apply(self, applies: Sequence[EventApply]) -> EventsApplied:
+        batch = EventBatch(applies)
         try:
             async with self._tx() as conn:
-                advance = {"consumer": apply.consumer, "position": apply.event.event_id,
-                           "previous": apply.previous_event_id}
-                cur = await conn.execute(Q["cursor_advance"], advance)
-                if cur.rowcount != 1 and apply.previous_event_id == 0:
-                    # The consumer's first event: its row (at 0) is made once, not per event.
-                    await conn.execute(Q["cursor_init"], {"consumer": apply.consumer})
-                    cur = await conn.execute(Q["cursor_advance"], advance)
-                if cur.rowcount != 1:
-                    return ApplyResult.CURSOR_MOVED  # nothing else was written
-                if apply.job_version is None:
-                    return ApplyResult.APPLIED  # the job is gone: only the cursor moves
-                # Lock the job row at the version decided from: job changes wait until this
-                # commits, so the open-run check below cannot interleave with them.
-                cur = await conn.execute(Q["job_lock"], {"job_id": apply.event.job_id,
-                                                         "version": apply.job_version})
-                if await cur.fetchone() is None:
+                if not await self._cursor_advance(conn, batch.consumer, batch.previous,
+                                                  batch.last):
+                    return EventsApplied(applied=0, result=ApplyResult.CURSOR_MOVED)
+                applied = await self._batch_lock(conn, batch)
+                if applied == 0:
                     raise _JobChanged  # roll back the cursor advance
-                other_open = (apply.insert_run is not None and
-                              await self._other_open(conn, apply.event.job_id, apply.insert_run))
-                # A job ends only while no run of it is open (a new time given while this run
-                # ran, a redrive, a run-now): that run's own event ends it later.
-                ends = apply.job_status is not None and not await _has_open_run(conn, apply)
-                await conn.execute(Q["job_apply_event"], {
-                    **_event_job_params(apply),
-                    "job_status": apply.job_status.value if ends and apply.job_status else None,
-                    "set_next_run_at": (apply.set_next_run_at and not other_open
-                                        and (ends or apply.job_status is None))})
-                if apply.insert_run is not None and not other_open:
-                    await self._insert_or_revive(conn, apply.insert_run)
-                return ApplyResult.APPLIED
+                if applied < len(batch.applies):  # the cursor stops before the changed job
+                    await self._cursor_advance(conn, batch.consumer, batch.last,
+                                               batch.applies[applied - 1].event.event_id)
+                await self._batch_write(conn, batch.applies[:applied])
+                return batch.outcome(applied)
         except _JobChanged:
-            return ApplyResult.JOB_CHANGED
+            return EventsApplied(applied=0, result=ApplyResult.JOB_CHANGED)
+
+    @staticmethod
+    async def _cursor_advance(conn: Conn, consumer: str, previous: int, position: int) -> bool:
+        advance = {"consumer": consumer, "position": position, "previous": previous}
+        cur = await conn.execute(Q["cursor_advance"], advance)
+        if cur.rowcount != 1 and previous == 0:
+            # The consumer's first event: its row (at 0) is made once, not per event.
+            await conn.execute(Q["cursor_init"], {"consumer": consumer})
+            cur = await conn.execute(Q["cursor_advance"], advance)
+        return cur.rowcount == 1
+
+    @staticmethod
+    async def _batch_lock(conn: Conn, batch: EventBatch) -> int:
+        """Lock the batch's jobs at their decided versions (job changes wait until this
+        commits, so the open-run check cannot interleave with them); how many events apply."""
+        guarded = batch.guarded()
+        if not guarded:
+            return len(batch.applies)
+        cur = await conn.execute(Q["jobs_lock_versions"], {
+            "job_ids": [a.event.job_id for a in guarded],
+            "versions": [a.job_version for a in guarded]})
+        return batch.cut({str(r["job_id"]) for r in await cur.fetchall()})
+
+    async def _batch_write(self, conn: Conn, applies: Sequence[EventApply]) -> None:
+        found: dict[str, OpenRuns] = {}
+        checks = EventBatch.to_check(applies)
+        if checks:
+            cur = await conn.execute(Q["jobs_open_runs"], {
+                "job_ids": [a.event.job_id for a in checks],
+                "insert_run_ids": [None if a.insert_run is None else a.insert_run.run_id
+                                   for a in checks],
+                "include_manual": [a.wait_for_manual_runs for a in checks]})
+            found = {str(r["job_id"]): OpenRuns(other_open=bool(r["other_open"]),
+                                                open=bool(r["open"]))
+                     for r in await cur.fetchall()}
+        jobs, runs = EventBatch.writes(applies, found)
+        if jobs:
+            cur = await conn.execute(Q["jobs_apply_events"], {
+                "job_ids": [j.job_id for j in jobs], "versions": [j.version for j in jobs],
+                "job_statuses": [j.job_status for j in jobs],
+                "set_next_run_ats": [j.set_next_run_at for j in jobs],
+                "next_run_ats": [j.next_run_at for j in jobs],
+                "last_run_ids": [j.last_run_id for j in jobs],
+                "updated_ats": [j.updated_at for j in jobs]})
+            if cur.rowcount != len(jobs):  # cannot happen: their rows are locked at these versions
+                raise BackendError("a locked job changed during its event apply")
+        if runs:
+            await self._next_runs_insert(conn, runs)
+
+    async def _next_runs_insert(self, conn: Conn, runs: Sequence[JobRun]) -> None:
+        """Insert the runs (watermarks touched, watchers woken), or bring a CANCELLED run with
+        the same id back to PENDING."""
+        now = self.clock.now()
+        cur = await conn.execute(Q["event_runs_insert"], {
+            "runs": json.dumps([_next_run_row(run, now) for run in runs], ensure_ascii=False),
+            "channel": self.channel})
+        inserted = {str(r["run_id"]) for r in await cur.fetchall()}
+        for run in runs:
+            if run.run_id not in inserted:
+                await self._revive(conn, run)
 
     # --- shard leases --------------------------------------------------------------------
     async def shard_leases_acquire(self, owner: str, shards: list[int], now: datetime,
@@ -1051,8 +1104,11 @@ class PostgresStore(SharedReads):
 
     async def _insert_or_revive(self, conn: Conn, run: JobRun) -> None:
         """Insert the run, or bring a CANCELLED run with its id back to PENDING."""
-        if await self._insert_run(conn, run):
-            return
+        if not await self._insert_run(conn, run):
+            await self._revive(conn, run)
+
+    async def _revive(self, conn: Conn, run: JobRun) -> None:
+        """Bring a CANCELLED run with this run's id back to PENDING."""
         cur = await conn.execute(Q["run_revive"], {
             "run_id": run.run_id, "scheduled_at": run.scheduled_at,
         })
@@ -1069,13 +1125,6 @@ class PostgresStore(SharedReads):
         if run.scheduled_at <= now + NOTIFY_HORIZON:
             await conn.execute(Q["notify_due"], {"channel": self.channel,
                                                  "payload": str(run.shard)})
-
-    @staticmethod
-    async def _other_open(conn: Conn, job_id: str, run: JobRun) -> bool:
-        cur = await conn.execute(Q["job_has_other_open_run"],
-                                 {"job_id": job_id, "run_id": run.run_id})
-        row = await cur.fetchone()
-        return bool(row and row["open"])
 
     async def _listen_connection(self) -> AsyncConnection[Any]:
         if self._listener is None or self._listener.closed:
@@ -1122,12 +1171,15 @@ async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
     """Walk the shard's hourly buckets from its watermark up to now, claiming due runs
     (``store.watermark`` decides where the walk starts and where the watermark moves), unless
     the claim's lease token is no longer the shard's."""
-    if claim.lease_token is not None:
-        held = await (await conn.execute(Q["shard_lease_check"], {
+    if claim.lease_token is None:
+        row = await (await conn.execute(Q["watermark_get"], {"shard": claim.shard})).fetchone()
+    else:  # the fence and the watermark in one statement
+        row = await (await conn.execute(Q["shard_claim_start"], {
             "shard": claim.shard, "token": claim.lease_token})).fetchone()
-        if held is None:
+        if row is None:
             return DueClaimed(enqueued=[], skipped=[], lease_lost=True)
-    row = await (await conn.execute(Q["watermark_get"], {"shard": claim.shard})).fetchone()
+        if row["bucket"] is None:
+            row = None  # the shard's first visit
     generation = None if row is None else int(row["generation"])
     oldest: int | None = None
     if row is None:  # first visit: start at the oldest PENDING run, however old
@@ -1152,20 +1204,93 @@ async def _claim_due(conn: Conn, claim: DueClaim) -> DueClaimed:
             pending = await cur.fetchone()
             if pending is not None and pending["pending"]:
                 walk.hold(b)
-    query, query_params = walk.save(generation)
-    await conn.execute(Q[query], query_params)
+    save = walk.save(generation)
+    if save is not None:
+        await conn.execute(Q[save[0]], save[1])
     return DueClaimed(enqueued=enqueued, skipped=skipped)
+
+
+def _one_tick(claims: Sequence[DueClaim]) -> bool:
+    """Can these claims go in one statement per round: fenced, distinct shards, one instant
+    and one misfire grace (a watcher's tick)?"""
+    return (len(claims) > 1 and all(c.lease_token is not None for c in claims)
+            and len({c.shard for c in claims}) == len(claims)
+            and len({(c.now, c.misfire_grace_seconds) for c in claims}) == 1)
+
+
+async def _claim_due_many(conn: Conn, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+    """_claim_due for a tick's shards in one transaction: one statement fences them all and
+    reads their watermarks, then each round claims the next bucket of every walk with room left
+    in one statement (a round per bucket of the longest walk: one, or two in the first minutes
+    of an hour)."""
+    ordered = sorted(claims, key=lambda c: c.shard)  # the lease rows' lock order
+    cur = await conn.execute(Q["shards_claim_start"], {
+        "shards": [c.shard for c in ordered], "tokens": [c.lease_token for c in ordered]})
+    held = {int(r["shard"]): r for r in await cur.fetchall()}
+    cap = max(1, MAX_EVENTS_PER_TRANSACTION // len(ordered))  # skipped runs' events
+    walks: dict[int, tuple[BucketWalk, int | None]] = {}
+    for claim in ordered:
+        row = held.get(claim.shard)
+        if row is None:
+            continue
+        oldest: int | None = None
+        if row["bucket"] is None:  # first visit: start at the oldest PENDING run, however old
+            found = await (await conn.execute(Q["oldest_pending_bucket"],
+                                              {"shard": claim.shard})).fetchone()
+            oldest = None if found is None or found["bucket"] is None else int(found["bucket"])
+        walks[claim.shard] = (
+            BucketWalk(claim, None if row["bucket"] is None else int(row["bucket"]), oldest,
+                       min(claim.limit, cap)),
+            None if row["generation"] is None else int(row["generation"]))
+    runs: dict[int, list[JobRun]] = {shard: [] for shard in walks}
+    pending = {shard: walk.buckets() for shard, (walk, _) in walks.items()}
+    while pending:
+        step = {shard: b for shard, it in pending.items() if (b := next(it, None)) is not None}
+        pending = {shard: pending[shard] for shard in step}
+        if step:
+            await _claim_round(conn, ordered[0], step, walks, runs)
+    for walk, generation in walks.values():
+        save = walk.save(generation)
+        if save is not None:
+            await conn.execute(Q[save[0]], save[1])
+    results = {shard: DueClaimed(
+        enqueued=[r for r in got if r.status is RunStatus.ENQUEUED],
+        skipped=[r for r in got if r.status is RunStatus.SKIPPED]) for shard, got in runs.items()}
+    lost = DueClaimed(enqueued=[], skipped=[], lease_lost=True)
+    return [results.get(claim.shard, lost) for claim in claims]
+
+
+async def _claim_round(conn: Conn, tick: DueClaim, step: dict[int, int],
+                       walks: dict[int, tuple[BucketWalk, int | None]],
+                       runs: dict[int, list[JobRun]]) -> None:
+    """Claim one bucket of each walk in ``step`` ({shard: bucket}) in one statement."""
+    shards = sorted(step)
+    starts = [bucket_start(step[s]) for s in shards]
+    cur = await conn.execute(Q["runs_claim_due_buckets"], {
+        "shards": shards, "buckets": [step[s] for s in shards], "bucket_froms": starts,
+        "bucket_tos": [start + HOUR for start in starts],
+        "limits": [walks[s][0].remaining for s in shards], "range_from": min(starts),
+        "now": tick.now,
+        "misfire_before": tick.now - timedelta(seconds=tick.misfire_grace_seconds)})
+    counts = dict.fromkeys(shards, 0)
+    for row in await cur.fetchall():
+        run = run_from_row(row)
+        runs[run.shard].append(run)
+        counts[run.shard] += 1
+    for shard in shards:
+        walk = walks[shard][0]
+        walk.claimed(step[shard], counts[shard])
+        if walk.would_pass(step[shard]):
+            # Rows another transaction holds were skipped; until it commits they are PENDING.
+            cur = await conn.execute(Q["bucket_has_pending"], _bucket_params(
+                shard, step[shard], tick.now, walk.remaining, tick.misfire_grace_seconds))
+            found = await cur.fetchone()
+            if found is not None and found["pending"]:
+                walk.hold(step[shard])
 
 
 class _JobChanged(Exception):
     """Raised inside an event_apply transaction to roll it back."""
-
-
-async def _has_open_run(conn: Conn, apply: EventApply) -> bool:
-    cur = await conn.execute(Q["job_has_open_run"], {
-        "job_id": apply.event.job_id, "include_manual": apply.wait_for_manual_runs})
-    row = await cur.fetchone()
-    return row is not None and bool(row["open"])
 
 
 async def _check_active(conn: Conn, user_id: str, max_active: int) -> None:
@@ -1177,17 +1302,6 @@ async def _check_active(conn: Conn, user_id: str, max_active: int) -> None:
     row = await cur.fetchone()
     if row is not None and int(row["n"]) > max_active:
         raise active_quota_error(max_active)
-
-
-def _event_job_params(apply: EventApply) -> dict[str, Any]:
-    return {
-        "job_id": apply.event.job_id,
-        "version": apply.job_version,
-        "job_status": None if apply.job_status is None else apply.job_status.value,
-        "next_run_at": apply.next_run_at,
-        "last_run_id": apply.event.run_id,
-        "updated_at": apply.event.emitted_at,
-    }
 
 
 def _bucket_params(shard: int, bucket: int, now: datetime, limit: int,
@@ -1258,6 +1372,17 @@ def _first_run_values(run: JobRun | None, now: datetime) -> tuple[Any, ...]:
 def _key_columns(keys: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
     """jobs_by_idempotency_keys' parameters: the users and the keys, pair i at index i."""
     return {"user_ids": [user for user, _ in keys], "keys": [key for _, key in keys]}
+
+
+def _next_run_row(run: JobRun, now: datetime) -> dict[str, Any]:
+    """One element of event_runs_insert's JSON: the run's columns (timestamps as the codec's
+    text) and what run_insert's caller decides about its watermark and wake-up."""
+    row = {k: v for k, v in run_to_params(run).items()
+           if k in ("run_id", "job_id", "time_bucket", "shard", "scheduled_at", "kind",
+                    "status", "attempt")}
+    row["behind"] = is_behind(run.scheduled_at, now)
+    row["notify"] = run.status is RunStatus.PENDING and run.scheduled_at <= now + NOTIFY_HORIZON
+    return row
 
 
 def _run_params(run: JobRun) -> dict[str, Any]:

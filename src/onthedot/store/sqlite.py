@@ -27,6 +27,7 @@ from onthedot.domain.delivery import (
     InboxItem,
     WebhookSecret,
 )
+from onthedot.domain.errors import BackendError
 from onthedot.domain.history import (
     LOST_ERROR,
     RELEASED_ERROR,
@@ -48,6 +49,7 @@ from onthedot.store.base import (
     DueClaim,
     DueClaimed,
     EventApply,
+    EventsApplied,
     FeedState,
     FeedStatesPut,
     InboxQuery,
@@ -80,6 +82,7 @@ from onthedot.store.delivery_rows import (
     secret_from_row,
     secret_params,
 )
+from onthedot.store.event_batch import EventBatch, OpenRuns, single_result
 from onthedot.store.history_rows import (
     attempt_end_params,
     attempt_from_row,
@@ -241,6 +244,13 @@ class SqliteStore(SharedReads):
 
     async def runs_claim_due(self, claim: DueClaim) -> DueClaimed:
         return await self._db.write(lambda c: _claim_due(c, claim))
+
+    async def runs_claim_due_many(self, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+        if not claims:
+            return []
+        if _one_tick(claims):
+            return await self._db.write(lambda c: _claim_due_many(c, claims))
+        return await self._db.write(lambda c: [_claim_due(c, claim) for claim in claims])
 
     async def runs_enqueued_in_shards(self, shards: list[int], since: datetime,
                                       limit: int) -> list[JobRun]:
@@ -455,39 +465,56 @@ class SqliteStore(SharedReads):
 
     # --- events --------------------------------------------------------------------------
     async def event_apply(self, apply: EventApply) -> ApplyResult:
-        def tx(c: sqlite3.Connection) -> ApplyResult:
-            c.execute(Q["cursor_init"], {"consumer": apply.consumer})
-            moved = c.execute(Q["cursor_advance"], {
-                "consumer": apply.consumer,
-                "position": apply.event.event_id,
-                "previous": apply.previous_event_id,
-            }).rowcount
-            if moved != 1:
-                return ApplyResult.CURSOR_MOVED  # nothing written: BEGIN IMMEDIATE, no change
-            if apply.job_version is None:
-                return ApplyResult.APPLIED  # the job is gone: only the cursor moves
-            job = {"job_id": apply.event.job_id, "version": apply.job_version}
-            if c.execute(Q["job_lock"], job).fetchone() is None:
+        return single_result(await self.events_apply([apply]))
+
+    async def events_apply(self, applies: Sequence[EventApply]) -> EventsApplied:
+        batch = EventBatch(applies)
+
+        def tx(c: sqlite3.Connection) -> EventsApplied:
+            if not _cursor_advance(c, batch.consumer, batch.previous, batch.last):
+                return EventsApplied(applied=0, result=ApplyResult.CURSOR_MOVED)
+            applied = _batch_guard(c, batch)
+            if applied == 0:
                 raise _JobChanged  # undo the cursor advance
-            other_open = self._other_open(c, apply)
-            ends = apply.job_status is not None and not _has_open_run(c, apply)
-            c.execute(Q["job_apply_event"], {
-                **job,
-                "job_status": apply.job_status.value if ends and apply.job_status else None,
-                "set_next_run_at": int(apply.set_next_run_at and not other_open
-                                       and (ends or apply.job_status is None)),
-                "next_run_at": ts(apply.next_run_at),
-                "last_run_id": apply.event.run_id,
-                "updated_at": ts(apply.event.emitted_at),
-            })
-            if apply.insert_run is not None and not other_open:
-                self._insert_or_revive(c, apply.insert_run)
-            return ApplyResult.APPLIED
+            if applied < len(batch.applies):  # the cursor stops before the changed job
+                _cursor_advance(c, batch.consumer, batch.last,
+                                batch.applies[applied - 1].event.event_id)
+            self._batch_write(c, batch.applies[:applied])
+            return batch.outcome(applied)
 
         try:
             return await self._db.write(tx)
         except _JobChanged:
-            return ApplyResult.JOB_CHANGED
+            return EventsApplied(applied=0, result=ApplyResult.JOB_CHANGED)
+
+    def _batch_write(self, c: sqlite3.Connection, applies: Sequence[EventApply]) -> None:
+        found: dict[str, OpenRuns] = {}
+        checks = EventBatch.to_check(applies)
+        if checks:
+            found = {r["job_id"]: OpenRuns(other_open=bool(r["other_open"]), open=bool(r["open"]))
+                     for r in c.execute(Q["jobs_open_runs"], {"jobs": _json_rows([
+                         {"job_id": a.event.job_id,
+                          "insert_run_id": None if a.insert_run is None else a.insert_run.run_id,
+                          "include_manual": a.wait_for_manual_runs} for a in checks])})}
+        jobs, runs = EventBatch.writes(applies, found)
+        if jobs:
+            updated = c.execute(Q["jobs_apply_events"], {"jobs": _json_rows([
+                {"job_id": j.job_id, "version": j.version, "job_status": j.job_status,
+                 "set_next_run_at": j.set_next_run_at, "next_run_at": ts(j.next_run_at),
+                 "last_run_id": j.last_run_id, "updated_at": ts(j.updated_at)}
+                for j in jobs])}).rowcount
+            if updated != len(jobs):  # cannot happen: the write lock is held since the guard
+                raise BackendError("a job changed under the write lock during its event apply")
+        if runs:
+            inserted = {r["run_id"] for r in c.execute(Q["runs_insert_many"], {
+                "runs": _json_rows([run_to_params(r) for r in runs])})}
+            touches = _watermark_touches([r for r in runs if r.run_id in inserted],
+                                         self._clock.now())
+            if touches:
+                c.execute(Q["watermarks_touch_many"], {"touches": _json_rows(touches)})
+            for run in runs:
+                if run.run_id not in inserted:
+                    self._revive(c, run)
 
     # --- per-job state of actions ----------------------------------------------------------
     async def feed_states_get(self, job_id: str, run_id: str) -> list[FeedState]:
@@ -520,10 +547,9 @@ class SqliteStore(SharedReads):
             previous = {int(r["shard"]): (str(r["owner"]), need_ts(r["expires_at"]))
                         for r in c.execute(Q["shard_leases_previous"],
                                            {"shards": json.dumps(wanted)})}
-            c.executemany(Q["shard_lease_take"], [
-                {"shard": s, "owner": owner, "expires_at": expires, "now": ts(now)}
-                for s in wanted
-            ])
+            if wanted:
+                c.execute(Q["shard_lease_take"], {"shards": json.dumps(wanted), "owner": owner,
+                                                  "expires_at": expires, "now": ts(now)})
             rows = c.execute(Q["shard_leases_owned"], {"owner": owner, "now": ts(now)})
             return leases_taken(previous, [(int(r["shard"]), int(r["token"])) for r in rows],
                                 now)
@@ -653,8 +679,11 @@ class SqliteStore(SharedReads):
 
     def _insert_or_revive(self, c: sqlite3.Connection, run: JobRun) -> None:
         """Insert the run, or bring a CANCELLED run with its id back to PENDING."""
-        if self._insert_run(c, run):
-            return
+        if not self._insert_run(c, run):
+            self._revive(c, run)
+
+    def _revive(self, c: sqlite3.Connection, run: JobRun) -> None:
+        """Bring a CANCELLED run with this run's id back to PENDING."""
         if c.execute(Q["run_revive"], {"run_id": run.run_id}).rowcount == 1:
             self._touch_watermark(c, run)
 
@@ -662,16 +691,6 @@ class SqliteStore(SharedReads):
         behind = is_behind(run.scheduled_at, self._clock.now())
         c.execute(Q["watermark_touch"], {"shard": run.shard, "bucket": run.time_bucket,
                                          "behind": int(behind)})
-
-    @staticmethod
-    def _other_open(c: sqlite3.Connection, apply: EventApply) -> bool:
-        """Does the job have an open scheduled run besides the one this event would insert
-        (a resume or a schedule change inserted it while the event's run was running)?"""
-        if apply.insert_run is None:
-            return False
-        row = c.execute(Q["job_has_other_open_run"], {
-            "job_id": apply.event.job_id, "run_id": apply.insert_run.run_id}).fetchone()
-        return bool(row["open"])
 
     async def _one(self, sql: str, params: dict[str, Any]) -> sqlite3.Row | None:
         row: sqlite3.Row | None = await self._db.run(lambda c: c.execute(sql, params).fetchone())
@@ -790,6 +809,28 @@ class _JobChanged(Exception):
     """Raised inside an event_apply transaction to roll it back."""
 
 
+def _cursor_advance(c: sqlite3.Connection, consumer: str, previous: int, position: int) -> bool:
+    advance = {"consumer": consumer, "position": position, "previous": previous}
+    moved = c.execute(Q["cursor_advance"], advance).rowcount
+    if moved != 1 and previous == 0:
+        # The consumer's first event: its row (at 0) is made once, not per event.
+        c.execute(Q["cursor_init"], {"consumer": consumer})
+        moved = c.execute(Q["cursor_advance"], advance).rowcount
+    return moved == 1
+
+
+def _batch_guard(c: sqlite3.Connection, batch: EventBatch) -> int:
+    """How many of the batch's events apply: up to the first whose job is no longer at the
+    version its decision was made from (read under the write lock, so it stays so)."""
+    guarded = batch.guarded()
+    if not guarded:
+        return len(batch.applies)
+    versions = {r["job_id"]: int(r["version"]) for r in c.execute(Q["jobs_versions"], {
+        "job_ids": _json_rows([a.event.job_id for a in guarded])})}
+    return batch.cut({a.event.job_id for a in guarded
+                      if versions.get(a.event.job_id) == a.job_version})
+
+
 def _append_event(c: sqlite3.Connection, job_id: str, run_id: str, status: RunStatus,
                   at: datetime) -> RunEvent:
     row = c.execute(Q["event_append"], {
@@ -823,10 +864,15 @@ def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
     """Walk the shard's hourly buckets from its watermark up to now, claiming due runs
     (``store.watermark`` decides where the walk starts and where the watermark moves), unless
     the claim's lease token is no longer the shard's."""
-    if claim.lease_token is not None and c.execute(Q["shard_lease_check"], {
-            "shard": claim.shard, "token": claim.lease_token}).fetchone() is None:
-        return DueClaimed(enqueued=[], skipped=[], lease_lost=True)
-    row = c.execute(Q["watermark_get"], {"shard": claim.shard}).fetchone()
+    if claim.lease_token is None:
+        row = c.execute(Q["watermark_get"], {"shard": claim.shard}).fetchone()
+    else:  # the fence and the watermark in one statement
+        row = c.execute(Q["shard_claim_start"], {"shard": claim.shard,
+                                                 "token": claim.lease_token}).fetchone()
+        if row is None:
+            return DueClaimed(enqueued=[], skipped=[], lease_lost=True)
+        if row["bucket"] is None:
+            row = None  # the shard's first visit
     generation = None if row is None else int(row["generation"])
     oldest: int | None = None
     if row is None:  # first visit: start at the oldest PENDING run, however old
@@ -839,36 +885,119 @@ def _claim_due(c: sqlite3.Connection, claim: DueClaim) -> DueClaimed:
         rows = c.execute(Q["runs_due_in_bucket"], {
             "shard": claim.shard, "bucket": b, "now": ts(claim.now), "limit": walk.remaining,
         }).fetchall()
-        for r in rows:
-            run = run_from_row(r)
-            if _misfired(run, r["misfire_policy"], claim):
-                c.execute(Q["run_mark_skipped"], {"run_id": run.run_id, "now": ts(claim.now)})
-                _append_event(c, run.job_id, run.run_id, RunStatus.SKIPPED, claim.now)
-                skipped.append(replace(run, status=RunStatus.SKIPPED, finished_at=claim.now,
-                                       error=MISSED_ERROR))
-            else:
-                c.execute(Q["run_mark_enqueued"], {"run_id": run.run_id, "now": ts(claim.now)})
-                enqueued.append(replace(run, status=RunStatus.ENQUEUED, enqueued_at=claim.now))
+        _take_due(c, rows, claim, enqueued, skipped)
         walk.claimed(b, len(rows))
-    query, params = walk.save(generation)
-    c.execute(Q[query], params)
+    _mark_enqueued(c, enqueued, claim.now)
+    save = walk.save(generation)
+    if save is not None:
+        c.execute(Q[save[0]], save[1])
     return DueClaimed(enqueued=enqueued, skipped=skipped)
+
+
+def _take_due(c: sqlite3.Connection, rows: Sequence[sqlite3.Row], claim: DueClaim,
+              enqueued: list[JobRun], skipped: list[JobRun]) -> None:
+    """Sort a bucket's due runs into those to enqueue and those a misfire skips (marked SKIPPED
+    with their event here)."""
+    for r in rows:
+        run = run_from_row(r)
+        if _misfired(run, r["misfire_policy"], claim):
+            c.execute(Q["run_mark_skipped"], {"run_id": run.run_id, "now": ts(claim.now)})
+            _append_event(c, run.job_id, run.run_id, RunStatus.SKIPPED, claim.now)
+            skipped.append(replace(run, status=RunStatus.SKIPPED, finished_at=claim.now,
+                                   error=MISSED_ERROR))
+        else:
+            enqueued.append(replace(run, status=RunStatus.ENQUEUED, enqueued_at=claim.now))
+
+
+def _mark_enqueued(c: sqlite3.Connection, runs: Sequence[JobRun], now: datetime) -> None:
+    """One statement for every run a claim enqueues (they are PENDING: read under the write
+    lock this transaction holds)."""
+    if runs:
+        c.execute(Q["runs_mark_enqueued"], {"run_ids": _json_rows([r.run_id for r in runs]),
+                                            "now": ts(now)})
+
+
+def _one_tick(claims: Sequence[DueClaim]) -> bool:
+    """Can these claims share statements: fenced, distinct shards, one instant, one misfire
+    grace and one limit (a watcher's tick)?"""
+    return (len(claims) > 1 and all(c.lease_token is not None for c in claims)
+            and len({c.shard for c in claims}) == len(claims)
+            and len({(c.now, c.misfire_grace_seconds, c.limit) for c in claims}) == 1)
+
+
+def _claim_due_many(c: sqlite3.Connection, claims: Sequence[DueClaim]) -> list[DueClaimed]:
+    """_claim_due for a tick's shards: one statement fences them all and reads their
+    watermarks; each round reads the next bucket of every walk in one statement while their
+    room left is the same (the first round; later rounds, rare, read shard by shard); one
+    statement marks every run enqueued."""
+    tick = claims[0]
+    held = {int(r["shard"]): r for r in c.execute(Q["shards_claim_start"], {
+        "claims": _json_rows([[cl.shard, cl.lease_token] for cl in claims])})}
+    walks: dict[int, tuple[BucketWalk, int | None]] = {}
+    for claim in claims:
+        row = held.get(claim.shard)
+        if row is None:
+            continue
+        oldest: int | None = None
+        if row["bucket"] is None:  # first visit: start at the oldest PENDING run, however old
+            found = c.execute(Q["oldest_pending_bucket"], {"shard": claim.shard}).fetchone()
+            oldest = None if found["bucket"] is None else int(found["bucket"])
+        walks[claim.shard] = (
+            BucketWalk(claim, None if row["bucket"] is None else int(row["bucket"]), oldest,
+                       claim.limit),
+            None if row["generation"] is None else int(row["generation"]))
+    found_rows: dict[int, list[sqlite3.Row]] = {shard: [] for shard in walks}
+    pending = {shard: walk.buckets() for shard, (walk, _) in walks.items()}
+    while pending:
+        step = {shard: b for shard, it in pending.items() if (b := next(it, None)) is not None}
+        pending = {shard: pending[shard] for shard in step}
+        if not step:
+            break
+        rows = _due_in_buckets(c, tick, step, {s: walks[s][0].remaining for s in step})
+        for shard, b in step.items():
+            found_rows[shard] += rows[shard]
+            walks[shard][0].claimed(b, len(rows[shard]))
+    results: dict[int, DueClaimed] = {}
+    everything: list[JobRun] = []
+    for claim in claims:
+        if claim.shard not in walks:
+            continue
+        enqueued: list[JobRun] = []
+        skipped: list[JobRun] = []
+        _take_due(c, found_rows[claim.shard], claim, enqueued, skipped)
+        everything += enqueued
+        results[claim.shard] = DueClaimed(enqueued=enqueued, skipped=skipped)
+    _mark_enqueued(c, everything, tick.now)
+    for walk, generation in walks.values():
+        save = walk.save(generation)
+        if save is not None:
+            c.execute(Q[save[0]], save[1])
+    lost = DueClaimed(enqueued=[], skipped=[], lease_lost=True)
+    return [results.get(claim.shard, lost) for claim in claims]
+
+
+def _due_in_buckets(c: sqlite3.Connection, tick: DueClaim, step: dict[int, int],
+                    room: dict[int, int]) -> dict[int, list[sqlite3.Row]]:
+    """The due runs of one bucket per shard ({shard: bucket}), at most ``room[shard]`` each:
+    one statement when every shard has the same room (its LIMIT is one value), else one per
+    shard."""
+    rows: dict[int, list[sqlite3.Row]] = {shard: [] for shard in step}
+    if len(set(room.values())) == 1:
+        for r in c.execute(Q["runs_due_in_buckets"], {
+                "steps": _json_rows(sorted(step.items())), "now": ts(tick.now),
+                "limit": next(iter(room.values()))}):
+            rows[int(r["shard"])].append(r)
+        return rows
+    for shard, b in step.items():
+        rows[shard] = c.execute(Q["runs_due_in_bucket"], {
+            "shard": shard, "bucket": b, "now": ts(tick.now), "limit": room[shard]}).fetchall()
+    return rows
 
 
 def _misfired(run: JobRun, misfire_policy: str, claim: DueClaim) -> bool:
     if run.kind == "manual" or misfire_policy != "skip":
         return False
     return (claim.now - run.scheduled_at).total_seconds() > claim.misfire_grace_seconds
-
-
-def _has_open_run(c: sqlite3.Connection, apply: EventApply) -> bool:
-    """Is a run of the event's job open (a new time given while the event's run was running, a
-    redrive, a run-now of a one-time job)? Then the event does not end the job: that run's
-    event will."""
-    row = c.execute(Q["job_has_open_run"], {
-        "job_id": apply.event.job_id,
-        "include_manual": int(apply.wait_for_manual_runs)}).fetchone()
-    return bool(row["open"])
 
 
 def _check_active(c: sqlite3.Connection, user_id: str, max_active: int) -> None:

@@ -44,6 +44,7 @@ class BucketWalk:
         self.remaining = limit
         self._now_bucket = time_bucket_of(claim.now)
         safe = time_bucket_of(claim.now - timedelta(seconds=claim.watermark_margin_seconds))
+        self._stored = watermark
         start = watermark if watermark is not None else oldest_pending
         self._start = min(safe if start is None else start, safe)
         self.watermark = safe  # lowered by every bucket that may hold more
@@ -69,10 +70,14 @@ class BucketWalk:
         """``bucket`` may still hold PENDING runs: the watermark must not pass it."""
         self.watermark = min(self.watermark, bucket)
 
-    def save(self, generation: int | None) -> tuple[str, dict[str, Any]]:
+    def save(self, generation: int | None) -> tuple[str, dict[str, Any]] | None:
         """The named query, and its parameters, that stores the new watermark: a first visit
-        creates the row, a later one advances it only from the generation it read."""
+        creates the row, a later one advances it only from the generation it read. None when
+        the watermark does not advance (most claims: it moves at most once an hour), as the
+        advance would then update nothing."""
         if generation is None:
             return "watermark_init", {"shard": self.claim.shard, "bucket": self.watermark}
+        if self._stored is not None and self.watermark <= self._stored:
+            return None
         return "watermark_advance", {"shard": self.claim.shard, "bucket": self.watermark,
                                      "generation": generation}

@@ -4,12 +4,14 @@ For each event, from a durable cursor: a recurring job that is still scheduled g
 run (deterministic run id, insert-if-absent), computed after max(this occurrence, now) so missed
 occurrences coalesce into the one late run; a one-time or immediate job becomes completed or
 failed, once none of its runs is open (a run-now included; a time changed while a run was
-running, or a redrive, opens another), with the outcome of the last run to end. The store
-applies the decision and advances the cursor in one transaction guarded by
-the cursor's old position, so an event processed twice (or a crash between insert and cursor
-advance) has its effect exactly once. The decision is also guarded by the job's version: when
-a pause, delete or schedule change lands between reading the job and applying, nothing is
-written and the event is decided again from the new state. The next run is inserted only while
+running, or a redrive, opens another), with the outcome of the last run to end. Events are
+applied in batches (consecutive events, a job at most once in each): the store applies a
+batch's decisions and advances the cursor in one transaction guarded by the cursor's old
+position, with one statement per step for the whole batch, so an event processed twice (or a
+crash between insert and cursor advance) has its effect exactly once. Each decision is also
+guarded by its job's version: when a pause, delete or schedule change lands between reading
+the job and applying, the batch is applied up to that event, which alone is decided again
+from the new state; the rest of the batch follows. The next run is inserted only while
 the job has no other open scheduled run (a resume or a schedule change may have inserted one).
 Only the first live member of the group works; the others stand by.
 """
@@ -48,28 +50,54 @@ class RecurringWatcher:
         return bool(members) and members[0] == self.member_id
 
     async def run_once(self) -> int:
-        """Apply the next batch of events; returns how many were applied."""
+        """Apply the next events, a batch per transaction; returns how many were applied."""
         cursor = await self.store.cursor_get(CONSUMER)
-        applied = 0
         events = await self.store.events_after(cursor, EVENT_BATCH)
         if not events:
             return 0
-        # The batch's jobs and runs in two reads, not two per event. A job read here may change
-        # before its event is applied: event_apply's version guard refuses the decision then,
-        # and the event is decided again from a fresh read.
+        # The events' jobs and runs in two reads, not two per event. A job read here may change
+        # before its event is applied: the version guard refuses that event's decision then,
+        # and it is decided again from a fresh read.
         jobs = await self.store.jobs_get_any_many([e.job_id for e in events])
         runs = await self.store.runs_get_many([e.run_id for e in events])
-        for event in events:
-            job = (jobs[event.job_id] if event.job_id in jobs
-                   else await self.store.job_get_any(event.job_id))
-            result = await self._apply(event, cursor, job, runs.get(event.run_id))
-            if result is not ApplyResult.APPLIED:
-                break  # the cursor moved (start over from there) or the job kept changing
-            cursor = event.event_id
-            applied += 1
-            # This event changed the job (its version): a later event of it reads it again.
-            jobs.pop(event.job_id, None)
+        stale: set[str] = set()  # jobs an applied event changed since they were read
+        applied = 0
+        while applied < len(events):
+            batch = one_event_per_job(events[applied:])
+            again = stale & {e.job_id for e in batch}
+            if again:  # read again (a job deleted meanwhile is then absent)
+                for job_id in again:
+                    jobs.pop(job_id, None)
+                jobs.update(await self.store.jobs_get_any_many(sorted(again)))
+                stale -= again
+            decisions = await self._decide_batch(batch, cursor, jobs, runs)
+            done = await self.store.events_apply(decisions)
+            applied += done.applied
+            stale |= {e.job_id for e in batch[:done.applied]}
+            if done.applied:
+                cursor = batch[done.applied - 1].event_id
+            if done.result is ApplyResult.CURSOR_MOVED:
+                break  # another consumer moved the cursor: start over from there next tick
+            if done.result is ApplyResult.JOB_CHANGED:
+                # That one event's job changed since it was read: it alone is decided again.
+                event = batch[done.applied]
+                result = await self._apply(event, cursor, await self.store.job_get_any(
+                    event.job_id), runs.get(event.run_id))
+                if result is not ApplyResult.APPLIED:
+                    break  # the cursor moved, or the job kept changing: next tick
+                cursor = event.event_id
+                applied += 1
+                stale.add(event.job_id)
         return applied
+
+    async def _decide_batch(self, batch: list[RunEvent], cursor: int, jobs: dict[str, Job],
+                            runs: dict[str, JobRun]) -> list[EventApply]:
+        decisions: list[EventApply] = []
+        for event in batch:
+            decisions.append(await self._decide(event, cursor, jobs.get(event.job_id),
+                                                runs.get(event.run_id)))
+            cursor = event.event_id
+        return decisions
 
     async def _apply(self, event: RunEvent, cursor: int, job: Job | None,
                      run: JobRun | None) -> ApplyResult:
@@ -133,3 +161,14 @@ class RecurringWatcher:
             await self.store.members_leave(CONSUMER, self.member_id)
         except Exception:
             log.warning("could not leave the recurring group cleanly", exc_info=True)
+
+
+def one_event_per_job(events: list[RunEvent]) -> list[RunEvent]:
+    """The longest prefix of ``events`` with no job twice: a job's second event is decided
+    from the job as its first one leaves it, so it goes in the next batch."""
+    seen: set[str] = set()
+    for i, event in enumerate(events):
+        if event.job_id in seen:
+            return events[:i]
+        seen.add(event.job_id)
+    return events

@@ -1,4 +1,8 @@
-"""The watcher: per owned shard, claims due PENDING runs (-> ENQUEUED) and publishes them.
+"""The watcher: claims the due PENDING runs of its owned shards (-> ENQUEUED) and publishes them.
+
+Each tick claims every owned shard in one store call (``runs_claim_due_many``: one transaction;
+on PostgreSQL one statement fences all the shards and one claims a bucket of each), then
+publishes what it claimed.
 
 It ticks at least every ``tick_seconds`` and is woken early when a run due within the tick is
 created (in-process by the service, across processes by the store's due notice). Publishing
@@ -16,7 +20,8 @@ Shard ownership is kept by a task of its own, so a long dispatch tick never dela
 
 Every due claim carries its shard's lease token; a claim whose token is no longer the shard's
 (the lease lapsed while this process was paused, and another watcher took the shard) changes
-nothing, and the shard is dropped until a renewal takes it again.
+nothing of that shard (the others are still claimed), and the shard is dropped until a renewal
+takes it again.
 """
 
 from __future__ import annotations
@@ -112,9 +117,7 @@ class Watcher:
         """One tick over every owned shard; returns how many runs were claimed (published or
         skipped)."""
         published = await self._publish_orphans()
-        for shard in self.owned:
-            published += await self._dispatch_shard(shard)
-        return published
+        return published + await self._dispatch()
 
     async def _publish_orphans(self) -> int:
         """Publish again the runs of shards taken from a lapsed lease that their holder claimed
@@ -141,31 +144,41 @@ class Watcher:
         self._orphaned -= checked  # on a failure above, checked again next tick
         return len(handed)
 
-    async def _dispatch_shard(self, shard: int) -> int:
-        token = self.leases.get(shard)
-        if token is None:  # handed over or lost since the tick began
+    async def _dispatch(self) -> int:
+        """Claim the due runs of every owned shard in one store call (one transaction), then
+        publish them together."""
+        leases = dict(self.leases)  # shards handed over or lost since the tick began are out
+        if not leases:
             return 0
         now = self.clock.now()
-        claimed = await self.store.runs_claim_due(DueClaim(
+        shards = sorted(leases)
+        answers = await self.store.runs_claim_due_many([DueClaim(
             shard=shard, now=now, limit=CLAIM_BATCH,
-            misfire_grace_seconds=self.settings.misfire_grace, lease_token=token))
-        if claimed.lease_lost:
-            if self.leases.get(shard) == token:
-                del self.leases[shard]
-            log.warning("watcher %s: shard %d has a new owner (our lease lapsed); stopped "
-                        "dispatching it", self.member_id, shard)
-            return 0
-        runs = claimed.enqueued
+            misfire_grace_seconds=self.settings.misfire_grace, lease_token=leases[shard])
+            for shard in shards])
+        runs: list[JobRun] = []
+        skipped: list[JobRun] = []
+        for shard, claimed in zip(shards, answers, strict=True):
+            if claimed.lease_lost:
+                self._lease_lost(shard, leases[shard])
+            runs += claimed.enqueued
+            skipped += claimed.skipped
         if runs:
             await self.queue.send_many([(r.run_id, run_message(r)) for r in runs])
         for run in runs:
             self.metrics.dispatch_lateness.observe(max(0.0, (now - run.scheduled_at)
                                                        .total_seconds()))
-        for run in claimed.skipped:
+        for run in skipped:
             log.info("run %s of job %s skipped: missed by more than %gs (misfire policy skip)",
                      run.run_id, run.job_id, self.settings.misfire_grace,
                      extra=run_fields(run, "missed: misfire policy is skip"))
-        return len(runs) + len(claimed.skipped)
+        return len(runs) + len(skipped)
+
+    def _lease_lost(self, shard: int, token: int) -> None:
+        if self.leases.get(shard) == token:
+            del self.leases[shard]
+        log.warning("watcher %s: shard %d has a new owner (our lease lapsed); stopped "
+                    "dispatching it", self.member_id, shard)
 
     async def run(self, stop: asyncio.Event) -> None:
         keeper = asyncio.create_task(self._keep_leases(stop), name="onthedot-watcher-leases")

@@ -172,32 +172,10 @@ UPDATE job_runs SET status = 'PENDING', finished_at = NULL, attempt = 0, error =
                     retry_at = NULL
 WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s AND status = 'CANCELLED'
 
--- name: job_lock
--- event_apply's guard: the job is still at the version the decision was made from; its row stays
--- locked until the transaction ends.
-SELECT 1 AS locked FROM jobs WHERE job_id = %(job_id)s AND version = %(version)s FOR UPDATE
-
--- name: job_has_other_open_run
--- Called with the job's row locked (job_lock), so job changes cannot interleave with it.
-SELECT EXISTS (
-    SELECT 1 FROM job_runs
-    WHERE job_id = %(job_id)s AND kind = 'scheduled' AND run_id <> %(run_id)s
-      AND status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
-) AS open
-
 -- name: notify_due
 -- Wakes the watchers listening on the channel; sent inside the inserting transaction, so it is
 -- delivered only if the run commits.
 SELECT pg_notify(%(channel)s, %(payload)s)
-
--- name: job_has_open_run
--- event_apply's guard before it ends a job, with the job's row locked (job_lock): a change or a
--- redrive that opens a run of it waits for that lock, so none can slip in before the end.
-SELECT EXISTS (
-    SELECT 1 FROM job_runs
-    WHERE job_id = %(job_id)s AND (kind = 'scheduled' OR %(include_manual)s)
-      AND status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
-) AS open
 
 -- name: run_get
 SELECT * FROM job_runs WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
@@ -258,6 +236,48 @@ WITH due AS (
     ORDER BY scheduled_at, job_id
 )
 SELECT * FROM claimed ORDER BY scheduled_at, job_id
+
+-- name: runs_claim_due_buckets
+-- runs_claim_due_bucket for several shards at once, one bucket of each (a watcher's tick over its
+-- shards): per (shard, bucket, limit) row of the arrays, the same locked CTE, through LATERAL.
+-- The overall instant range (%(range_from)s .. %(now)s) lets the planner prune to the daily
+-- partitions the buckets lie in.
+WITH k AS (
+    SELECT * FROM unnest(%(shards)s::integer[], %(buckets)s::bigint[],
+                         %(bucket_froms)s::timestamptz[], %(bucket_tos)s::timestamptz[],
+                         %(limits)s::integer[])
+                  AS k (shard, bucket, bucket_from, bucket_to, lim)
+), due AS (
+    SELECT d.* FROM k CROSS JOIN LATERAL (
+        SELECT r.run_id, r.scheduled_at,
+               (r.kind <> 'manual' AND j.misfire_policy = 'skip'
+                AND r.scheduled_at < %(misfire_before)s) AS misfired
+        FROM job_runs AS r JOIN jobs AS j ON j.job_id = r.job_id
+        WHERE r.shard = k.shard AND r.time_bucket = k.bucket
+          AND r.scheduled_at >= k.bucket_from AND r.scheduled_at < k.bucket_to
+          AND r.scheduled_at >= %(range_from)s AND r.scheduled_at <= %(now)s
+          AND r.status = 'PENDING'
+        ORDER BY r.scheduled_at, r.job_id
+        LIMIT k.lim
+        FOR UPDATE OF r SKIP LOCKED
+    ) AS d
+), claimed AS (
+    UPDATE job_runs AS r
+    SET status = CASE WHEN due.misfired THEN 'SKIPPED' ELSE 'ENQUEUED' END,
+        enqueued_at = CASE WHEN due.misfired THEN r.enqueued_at ELSE %(now)s END,
+        finished_at = CASE WHEN due.misfired THEN %(now)s ELSE r.finished_at END,
+        error = CASE WHEN due.misfired THEN 'missed: misfire policy is skip' ELSE r.error END
+    FROM due
+    WHERE r.run_id = due.run_id AND r.scheduled_at = due.scheduled_at
+      AND r.scheduled_at >= %(range_from)s AND r.scheduled_at <= %(now)s
+      AND r.status = 'PENDING'
+    RETURNING r.*
+), skipped_events AS (
+    INSERT INTO run_events (job_id, run_id, status, emitted_at)
+    SELECT job_id, run_id, 'SKIPPED', %(now)s FROM claimed WHERE status = 'SKIPPED'
+    ORDER BY scheduled_at, job_id
+)
+SELECT * FROM claimed ORDER BY shard, scheduled_at, job_id
 
 -- name: bucket_has_pending
 -- After a short claim: were rows skipped because another transaction holds them? Their bucket
@@ -587,15 +607,88 @@ ON CONFLICT (consumer) DO NOTHING
 UPDATE consumer_cursors SET position = %(position)s
 WHERE consumer = %(consumer)s AND position = %(previous)s
 
--- name: job_apply_event
-UPDATE jobs
-SET status = coalesce(%(job_status)s::text, status),
-    next_run_at = CASE WHEN %(set_next_run_at)s THEN %(next_run_at)s::timestamptz
-                       ELSE next_run_at END,
-    last_run_id = %(last_run_id)s,
-    updated_at = %(updated_at)s,
-    version = version + 1
-WHERE job_id = %(job_id)s AND version = %(version)s
+-- name: jobs_lock_versions
+-- events_apply's guard for a batch: the jobs still at the versions the decisions were made from,
+-- their rows locked (in job id order, as every multi-row lock here) until the transaction ends.
+-- A job changed since answers no row: its event cuts the batch.
+SELECT j.job_id FROM jobs AS j
+JOIN unnest(%(job_ids)s::text[], %(versions)s::bigint[]) AS k (job_id, version)
+  ON j.job_id = k.job_id AND j.version = k.version
+ORDER BY j.job_id
+FOR UPDATE OF j
+
+-- name: jobs_open_runs
+-- events_apply's check, per job with its row locked (jobs_lock_versions): other_open, an open
+-- scheduled run besides the next run the event would insert (a resume or a schedule change
+-- inserted it; then no second one); open, any open run (scheduled, or run-now too with
+-- include_manual), which keeps the job from ending: a change or a redrive that opens a run waits
+-- for the lock, so none slips in before the end. A statement of its own, so its snapshot is
+-- taken after the locks and sees what committed while they were awaited.
+SELECT k.job_id,
+       EXISTS (
+           SELECT 1 FROM job_runs AS r
+           WHERE r.job_id = k.job_id AND r.kind = 'scheduled' AND r.run_id <> k.insert_run_id
+             AND r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+       ) AS other_open,
+       EXISTS (
+           SELECT 1 FROM job_runs AS r
+           WHERE r.job_id = k.job_id AND (r.kind = 'scheduled' OR k.include_manual)
+             AND r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+       ) AS open
+FROM unnest(%(job_ids)s::text[], %(insert_run_ids)s::text[], %(include_manual)s::boolean[])
+     AS k (job_id, insert_run_id, include_manual)
+
+-- name: jobs_apply_events
+-- events_apply's update of the jobs' projection, one row per job (each at most once), guarded
+-- by the version its event was decided from.
+UPDATE jobs AS j
+SET status = coalesce(k.job_status, j.status),
+    next_run_at = CASE WHEN k.set_next_run_at THEN k.next_run_at ELSE j.next_run_at END,
+    last_run_id = k.last_run_id,
+    updated_at = k.updated_at,
+    version = j.version + 1
+FROM unnest(%(job_ids)s::text[], %(versions)s::bigint[], %(job_statuses)s::text[],
+            %(set_next_run_ats)s::boolean[], %(next_run_ats)s::timestamptz[],
+            %(last_run_ids)s::text[], %(updated_ats)s::timestamptz[])
+     AS k (job_id, version, job_status, set_next_run_at, next_run_at, last_run_id, updated_at)
+WHERE j.job_id = k.job_id AND j.version = k.version
+
+-- name: event_runs_insert
+-- The next runs of a batch of events in ONE statement, insert-if-absent, with their watermark
+-- touches and wake-ups (as jobs_insert_many does for first runs). %(runs)s is a JSON array of
+-- the runs' columns plus behind and notify (decided as run_insert's caller does). Answers the
+-- ids of the runs inserted; the others exist already (the caller revives a CANCELLED one).
+WITH input AS (
+    SELECT * FROM json_to_recordset(%(runs)s::json) AS t(
+        run_id text, job_id text, time_bucket bigint, shard integer, scheduled_at timestamptz,
+        kind text, status text, attempt integer, behind boolean, notify boolean)
+), new_runs AS (
+    INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status,
+                          attempt)
+    SELECT run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt FROM input
+    ON CONFLICT (run_id, scheduled_at) DO NOTHING
+    RETURNING run_id, status
+), pending AS (
+    SELECT i.shard, i.time_bucket AS bucket, i.behind, i.notify
+    FROM new_runs JOIN input AS i ON i.run_id = new_runs.run_id
+    WHERE new_runs.status = 'PENDING'
+), wanted AS (
+    SELECT shard, min(bucket) AS bucket, bool_or(behind) AS behind FROM pending GROUP BY shard
+), locked AS (
+    SELECT w.shard FROM shard_watermarks AS w JOIN wanted USING (shard)
+    WHERE w.bucket > wanted.bucket OR wanted.behind
+    ORDER BY w.shard
+    FOR UPDATE OF w
+), touched AS (
+    UPDATE shard_watermarks AS w
+    SET bucket = least(w.bucket, wanted.bucket), generation = w.generation + 1
+    FROM wanted
+    WHERE w.shard = wanted.shard AND w.shard IN (SELECT shard FROM locked)
+), notices AS (
+    SELECT pg_notify(%(channel)s, due.shard::text)
+    FROM (SELECT DISTINCT shard FROM pending WHERE notify) AS due
+)
+SELECT run_id, (SELECT count(*) FROM notices) AS notices FROM new_runs
 
 -- name: shard_leases_previous
 -- Who held the wanted shards before this take, and until when (store/leases.py tells a take
@@ -605,7 +698,7 @@ SELECT shard, owner, expires_at FROM shard_leases WHERE shard = ANY(%(shards)s::
 -- name: shard_lease_take
 -- Shards in ascending order, so two owners asking for overlapping sets cannot deadlock. A new
 -- tenure (another owner, or the lease had lapsed) gets the next fencing token; the update waits
--- for any due claim in flight that holds the row (shard_lease_check's share lock).
+-- for any due claim in flight that holds the row (shard_claim_start's share lock).
 INSERT INTO shard_leases AS l (shard, owner, expires_at)
 SELECT s, %(owner)s, %(expires_at)s FROM unnest(%(shards)s::integer[]) AS s ORDER BY s
 ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
@@ -634,10 +727,25 @@ SELECT * FROM job_runs
 WHERE status = 'ENQUEUED' AND enqueued_at >= %(since)s AND shard = ANY(%(shards)s::integer[])
 ORDER BY enqueued_at LIMIT %(limit)s
 
--- name: shard_lease_check
--- The fence of a due claim, its first statement: is the claim's token still the shard's? The
--- share lock holds until the claim commits, so no takeover lands while a claim is in flight.
-SELECT 1 AS held FROM shard_leases WHERE shard = %(shard)s AND token = %(token)s FOR SHARE
+-- name: shard_claim_start
+-- A fenced due claim's first statement: the fence and the watermark read at once. A row (its
+-- watermark NULL on the shard's first visit) if the claim's token is still the shard's, none
+-- otherwise; the share lock on the lease row holds until the claim commits, so no takeover lands
+-- while a claim is in flight.
+SELECT w.bucket, w.generation FROM shard_leases AS l
+LEFT JOIN shard_watermarks AS w ON w.shard = l.shard
+WHERE l.shard = %(shard)s AND l.token = %(token)s
+FOR SHARE OF l
+
+-- name: shards_claim_start
+-- shard_claim_start for several shards (in shard order): a row per shard whose token is still
+-- the claim's, with its watermark (NULL on a first visit); a shard without a row has a new owner.
+SELECT l.shard, w.bucket, w.generation
+FROM unnest(%(shards)s::integer[], %(tokens)s::bigint[]) AS k (shard, token)
+JOIN shard_leases AS l ON l.shard = k.shard AND l.token = k.token
+LEFT JOIN shard_watermarks AS w ON w.shard = l.shard
+ORDER BY l.shard
+FOR SHARE OF l
 
 -- name: shard_owners
 SELECT shard, owner FROM shard_leases WHERE expires_at > %(now)s

@@ -112,25 +112,6 @@ UPDATE job_runs SET status = 'PENDING', finished_at = NULL, attempt = 0, error =
                     retry_at = NULL
 WHERE run_id = :run_id AND status = 'CANCELLED'
 
--- name: job_lock
--- event_apply's guard: the job is still at the version the decision was made from.
-SELECT 1 AS locked FROM jobs WHERE job_id = :job_id AND version = :version
-
--- name: job_has_other_open_run
-SELECT EXISTS (
-    SELECT 1 FROM job_runs
-    WHERE job_id = :job_id AND kind = 'scheduled' AND run_id <> :run_id
-      AND status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
-) AS open
-
--- name: job_has_open_run
--- event_apply's guard before it ends a job, under the write lock: is a run of it open?
-SELECT EXISTS (
-    SELECT 1 FROM job_runs
-    WHERE job_id = :job_id AND (kind = 'scheduled' OR :include_manual)
-      AND status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
-) AS open
-
 -- name: run_get
 SELECT * FROM job_runs WHERE run_id = :run_id
 
@@ -160,9 +141,26 @@ WHERE r.shard = :shard AND r.time_bucket = :bucket AND r.status = 'PENDING'
 ORDER BY r.scheduled_at, r.job_id
 LIMIT :limit
 
--- name: run_mark_enqueued
+-- name: runs_due_in_buckets
+-- runs_due_in_bucket for several shards at once, one bucket of each (a watcher's tick): :steps is
+-- a JSON array of [shard, bucket]; each pair reads job_runs_due through a correlated subquery,
+-- at most :limit runs of each (one LIMIT for all: SQLite's LIMIT cannot name the outer row).
+SELECT r.*, j.misfire_policy
+FROM (SELECT json_extract(value, '$[0]') AS shard, json_extract(value, '$[1]') AS bucket
+      FROM json_each(:steps)) AS k
+JOIN job_runs AS r ON r.run_id IN (
+    SELECT d.run_id FROM job_runs AS d
+    WHERE d.shard = k.shard AND d.time_bucket = k.bucket AND d.status = 'PENDING'
+      AND d.scheduled_at <= :now
+    ORDER BY d.scheduled_at, d.job_id
+    LIMIT :limit)
+JOIN jobs AS j ON j.job_id = r.job_id
+ORDER BY r.shard, r.scheduled_at, r.job_id
+
+-- name: runs_mark_enqueued
+-- The due claim's runs, read PENDING under the same write lock; :run_ids is a JSON array.
 UPDATE job_runs SET status = 'ENQUEUED', enqueued_at = :now
-WHERE run_id = :run_id AND status = 'PENDING'
+WHERE run_id IN (SELECT value FROM json_each(:run_ids)) AND status = 'PENDING'
 
 -- name: run_mark_skipped
 UPDATE job_runs SET status = 'SKIPPED', finished_at = :now, error = 'missed: misfire policy is skip'
@@ -416,14 +414,50 @@ ON CONFLICT (consumer) DO NOTHING
 UPDATE consumer_cursors SET position = :position
 WHERE consumer = :consumer AND position = :previous
 
--- name: job_apply_event
-UPDATE jobs
-SET status = CASE WHEN :job_status IS NULL THEN status ELSE :job_status END,
-    next_run_at = CASE WHEN :set_next_run_at THEN :next_run_at ELSE next_run_at END,
-    last_run_id = :last_run_id,
-    updated_at = :updated_at,
-    version = version + 1
-WHERE job_id = :job_id AND version = :version
+-- name: jobs_versions
+-- events_apply's guard for a batch, under the write lock: the jobs' versions now (a job whose
+-- version is not the one its event was decided from cuts the batch).
+SELECT job_id, version FROM jobs WHERE job_id IN (SELECT value FROM json_each(:job_ids))
+
+-- name: jobs_open_runs
+-- events_apply's check, per job, under the write lock: other_open, an open scheduled run besides
+-- the next run the event would insert (then no second one); open, any open run (run-now too with
+-- include_manual), which keeps the job from ending. :jobs is a JSON array of
+-- {job_id, insert_run_id, include_manual}.
+SELECT k.job_id,
+       EXISTS (
+           SELECT 1 FROM job_runs AS r
+           WHERE r.job_id = k.job_id AND r.kind = 'scheduled' AND r.run_id <> k.insert_run_id
+             AND r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+       ) AS other_open,
+       EXISTS (
+           SELECT 1 FROM job_runs AS r
+           WHERE r.job_id = k.job_id AND (r.kind = 'scheduled' OR k.include_manual)
+             AND r.status IN ('PENDING', 'ENQUEUED', 'RUNNING', 'RETRYING')
+       ) AS open
+FROM (SELECT json_extract(value, '$.job_id') AS job_id,
+             json_extract(value, '$.insert_run_id') AS insert_run_id,
+             json_extract(value, '$.include_manual') AS include_manual
+      FROM json_each(:jobs)) AS k
+
+-- name: jobs_apply_events
+-- events_apply's update of the jobs' projection, one row per job (each at most once), guarded
+-- by the version its event was decided from; :jobs is a JSON array of the rows.
+UPDATE jobs AS j
+SET status = CASE WHEN k.job_status IS NULL THEN j.status ELSE k.job_status END,
+    next_run_at = CASE WHEN k.set_next_run_at THEN k.next_run_at ELSE j.next_run_at END,
+    last_run_id = k.last_run_id,
+    updated_at = k.updated_at,
+    version = j.version + 1
+FROM (SELECT json_extract(value, '$.job_id') AS job_id,
+             json_extract(value, '$.version') AS version,
+             json_extract(value, '$.job_status') AS job_status,
+             json_extract(value, '$.set_next_run_at') AS set_next_run_at,
+             json_extract(value, '$.next_run_at') AS next_run_at,
+             json_extract(value, '$.last_run_id') AS last_run_id,
+             json_extract(value, '$.updated_at') AS updated_at
+      FROM json_each(:jobs)) AS k
+WHERE j.job_id = k.job_id AND j.version = k.version
 
 -- name: shard_leases_previous
 -- Who held the wanted shards before this take, and until when (store/leases.py tells a take
@@ -432,8 +466,11 @@ SELECT shard, owner, expires_at FROM shard_leases
 WHERE shard IN (SELECT value FROM json_each(:shards))
 
 -- name: shard_lease_take
--- A new tenure (another owner, or the lease had lapsed) gets the next fencing token.
-INSERT INTO shard_leases (shard, owner, expires_at) VALUES (:shard, :owner, :expires_at)
+-- A new tenure (another owner, or the lease had lapsed) gets the next fencing token. Every wanted
+-- shard in one statement; :shards is a JSON array ("WHERE true" keeps SQLite from reading ON
+-- CONFLICT as a join constraint).
+INSERT INTO shard_leases (shard, owner, expires_at)
+SELECT value, :owner, :expires_at FROM json_each(:shards) WHERE true
 ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
     token = CASE WHEN shard_leases.owner = excluded.owner AND shard_leases.expires_at > :now
                  THEN shard_leases.token ELSE shard_leases.token + 1 END
@@ -460,10 +497,21 @@ WHERE status = 'ENQUEUED' AND enqueued_at >= :since
   AND shard IN (SELECT value FROM json_each(:shards))
 ORDER BY enqueued_at LIMIT :limit
 
--- name: shard_lease_check
--- The fence of a due claim, inside its write transaction: is the claim's token still the
--- shard's? (BEGIN IMMEDIATE already keeps a takeover out until the claim commits.)
-SELECT 1 AS held FROM shard_leases WHERE shard = :shard AND token = :token
+-- name: shards_claim_start
+-- shard_claim_start for several shards; :claims is a JSON array of [shard, token]. A shard
+-- without a row has a new owner.
+SELECT l.shard, w.bucket, w.generation
+FROM (SELECT json_extract(value, '$[0]') AS shard, json_extract(value, '$[1]') AS token
+      FROM json_each(:claims)) AS k
+JOIN shard_leases AS l ON l.shard = k.shard AND l.token = k.token
+LEFT JOIN shard_watermarks AS w ON w.shard = l.shard
+
+-- name: shard_claim_start
+-- A fenced due claim's first statement: the shard's watermark (NULL on its first visit) if the
+-- claim's token is still the shard's, no row otherwise.
+SELECT w.bucket, w.generation FROM shard_leases AS l
+LEFT JOIN shard_watermarks AS w ON w.shard = l.shard
+WHERE l.shard = :shard AND l.token = :token
 
 -- name: shard_owners
 SELECT shard, owner FROM shard_leases WHERE expires_at > :now

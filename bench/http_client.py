@@ -9,10 +9,10 @@ Clients, each in this process, each POSTing the same small JSON body with the we
 headers and reading the answer as the action does (streamed, capped):
 
 * ``aiohttp (worker)``: the worker's own set-up -- ``guarded_client`` (httpx's client over the
-  egress guard's aiohttp transport: every connection opened through the guard) split into
-  clients of ``HTTP_POOL_CONNECTIONS`` connections, taken in turn (worker/worker.py,
-  ``Worker.http``). Until the switch this case was ``httpx (worker)``: the same set-up over
-  httpcore's pool (docs/performance.md keeps its figures);
+  egress guard's aiohttp transport: every connection opened through the guard), one client
+  whose pool holds a connection per call in flight (worker/worker.py, ``Worker.http``). Until
+  the switch this case was ``httpx (worker)``: clients of 32 connections over httpcore's pool,
+  taken in turn (docs/performance.md keeps its figures);
 * ``httpx (one pool)``: one plain ``httpx.AsyncClient`` (httpcore's pool) sized to the calls in
   flight;
 * ``aiohttp``: one plain ``ClientSession`` whose connector holds as many connections.
@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -56,31 +55,24 @@ def _headers(key: int) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def worker_clients(url: str, inflight: int) -> AsyncIterator[Post]:
-    """The worker's clients: guarded, several small pools taken in turn."""
+    """The worker's client: guarded, one pool of a connection per call in flight."""
     import httpx
 
     from onthedot.actions.egress import EgressGuard, guarded_client, read_capped
-    from onthedot.worker.worker import HTTP_POOL_CONNECTIONS
 
-    size = min(inflight, HTTP_POOL_CONNECTIONS)
-    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-    guard = EgressGuard(allow=[HOST])
-    clients = [guarded_client(guard, limits=limits) for _ in range(math.ceil(inflight / size))]
-    turn = 0
+    limits = httpx.Limits(max_connections=inflight, max_keepalive_connections=inflight)
+    client = guarded_client(EgressGuard(allow=[HOST]), limits=limits)
 
     async def post(key: int) -> int:
-        nonlocal turn
-        turn = (turn + 1) % len(clients)
-        async with clients[turn].stream("POST", url, headers=_headers(key), content=BODY,
-                                        timeout=TIMEOUT_SECONDS) as response:
+        async with client.stream("POST", url, headers=_headers(key), content=BODY,
+                                 timeout=TIMEOUT_SECONDS) as response:
             await read_capped(response, READ_CAP_BYTES)
             return response.status_code
 
     try:
         yield post
     finally:
-        for client in clients:
-            await client.aclose()
+        await client.aclose()
 
 
 @contextlib.asynccontextmanager

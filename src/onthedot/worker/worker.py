@@ -62,7 +62,6 @@ log = logging.getLogger("onthedot.worker")
 T = TypeVar("T")
 
 MAX_DOUBLINGS = 64  # 2**64 times any positive first delay is past MAX_BACKOFF_SECONDS
-HTTP_POOL_CONNECTIONS = 32  # connections per HTTP client (see Worker.http)
 RECEIVE_BATCH = 64  # messages asked for per receive; a burst fills hundreds of slots in a few
 TAKEOVER_MARGIN_SECONDS = 0.05  # a refused duplicate comes back this long after the lease ends
 RECORD_RETRY_SECONDS = 300.0  # how long a result is retried against a failing store
@@ -104,8 +103,6 @@ class Worker:
         self.metrics = metrics
         self.concurrency = concurrency or settings.workers
         self._http = http
-        self._clients: list[httpx.AsyncClient] = []
-        self._next_client = 0
         self._inflight: set[asyncio.Task[None]] = set()
         self.deliverer = deliverer or Deliverer(store, clock, settings, self.http,
                                                 metrics=metrics)
@@ -117,28 +114,21 @@ class Worker:
         return self.settings.visibility_timeout
 
     async def http(self) -> httpx.AsyncClient:
-        """The client for the next run's calls. Given one, always that one; otherwise one of
-        several small clients in turn, together holding a connection per run in flight:
-        httpcore walks its whole pool (a syscall per idle connection) on every request, so
-        one pool of hundreds costs more CPU than the calls themselves (docs/performance.md)."""
-        if self._http is not None:
-            return self._http
-        if not self._clients:
+        """The client for the runs' calls: the one given, or one guarded client whose pool
+        holds a connection per run in flight. Its connections are aiohttp's, whose pool costs
+        the same whatever its size (docs/performance.md, "HTTP client"); httpx's own pool
+        walked every connection on each request, which is why there were once several."""
+        if self._http is None:
             guard = EgressGuard.from_settings(self.settings)
-            size = min(self.concurrency, HTTP_POOL_CONNECTIONS)
+            size = max(1, self.concurrency)
             limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-            self._clients = [guarded_client(guard, limits=limits)
-                             for _ in range(math.ceil(self.concurrency / size))]
-        self._next_client = (self._next_client + 1) % len(self._clients)
-        return self._clients[self._next_client]
+            self._http = guarded_client(guard, limits=limits)
+        return self._http
 
     async def aclose(self) -> None:
         await self._heartbeats.aclose()
-        clients, self._clients = self._clients, []
-        if self._http is not None:
-            clients.append(self._http)
-            self._http = None
-        for client in clients:
+        client, self._http = self._http, None
+        if client is not None:
             await client.aclose()
 
     @property
@@ -153,8 +143,8 @@ class Worker:
         return len(deliveries)
 
     async def run(self, stop: asyncio.Event) -> None:
-        # Built before any run is held: building them holds the event loop (a TLS context per
-        # client), and in the middle of the first burst that held up the heartbeats of the
+        # Built before any run is held: building it holds the event loop (a TLS context), and
+        # in the middle of the first burst that held up the heartbeats of the
         # runs just claimed past their messages' visibility timeout.
         await self.http()
         stopped = asyncio.ensure_future(stop.wait())

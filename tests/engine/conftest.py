@@ -34,6 +34,7 @@ from tests.support.webhook import LOOPBACK_ALLOW, WebhookReceiver
 NATS_URL = "nats://127.0.0.1:4222"
 
 START = datetime(2026, 6, 22, 0, 0, 30, tzinfo=UTC)
+RECEIVE_WAIT = 1.0  # seconds a round waits for runs the watcher has just published
 
 
 @dataclass
@@ -61,9 +62,12 @@ class Engine:
     async def tick(self) -> int:
         """One round of every role; returns how much work was done."""
         await self.dispatcher.refresh_shards()
-        work = await self.dispatcher.run_once()
-        work += (await self.rescuer.run_once()).total
-        work += await self.worker.run_once(1000)
+        published = await self.dispatcher.run_once()
+        work = published + (await self.rescuer.run_once()).total
+        # What was just published is waited for: a JetStream consumer takes in a stored
+        # message asynchronously, so a no-wait pull right after the publish can come back
+        # empty on a busy machine, and a round with no work would end settle() early.
+        work += await self.worker.run_once(1000, wait_seconds=RECEIVE_WAIT if published else 0.0)
         work += await self.recurring.run_once()
         return work
 

@@ -136,9 +136,11 @@ class Worker:
         return len(self._inflight)
 
     # --- loop ----------------------------------------------------------------------------
-    async def run_once(self, max_messages: int = RECEIVE_BATCH) -> int:
-        """Receive what is visible now and handle it to completion (for tests and tools)."""
-        deliveries = await self.queue.receive(max_messages, self.visibility, 0.0)
+    async def run_once(self, max_messages: int = RECEIVE_BATCH, wait_seconds: float = 0.0
+                       ) -> int:
+        """Receive what is visible now (or within ``wait_seconds``) and handle it to
+        completion (for tests and tools)."""
+        deliveries = await self.queue.receive(max_messages, self.visibility, wait_seconds)
         await asyncio.gather(*(self.handle(d) for d in deliveries))
         return len(deliveries)
 

@@ -164,12 +164,7 @@ class SqliteStore(SharedReads):
                                                       {"jobs": _json_rows(rows)})}
             runs = plan.runs_of(created)
             if runs:
-                inserted = {r["run_id"] for r in c.execute(Q["runs_insert_many"], {
-                    "runs": _json_rows([run_to_params(r) for r in runs])})}
-                touches = _watermark_touches([r for r in runs if r.run_id in inserted],
-                                             self._clock.now())
-                if touches:
-                    c.execute(Q["watermarks_touch_many"], {"touches": _json_rows(touches)})
+                _insert_runs(c, runs, self._clock.now())
             holders: dict[tuple[str, str], Job] = {}
             keys = plan.keys_to_read(created)
             if keys:
@@ -506,12 +501,7 @@ class SqliteStore(SharedReads):
             if updated != len(jobs):  # cannot happen: the write lock is held since the guard
                 raise BackendError("a job changed under the write lock during its event apply")
         if runs:
-            inserted = {r["run_id"] for r in c.execute(Q["runs_insert_many"], {
-                "runs": _json_rows([run_to_params(r) for r in runs])})}
-            touches = _watermark_touches([r for r in runs if r.run_id in inserted],
-                                         self._clock.now())
-            if touches:
-                c.execute(Q["watermarks_touch_many"], {"touches": _json_rows(touches)})
+            inserted = _insert_runs(c, runs, self._clock.now())
             for run in runs:
                 if run.run_id not in inserted:
                     self._revive(c, run)
@@ -844,6 +834,17 @@ def _json_rows(rows: Sequence[Any]) -> str:
     """Parameters of a multi-row statement, as the JSON array its json_each reads. Not ASCII
     escaped: the text reaches the columns exactly as the one-row statements store it."""
     return json.dumps(rows, ensure_ascii=False)
+
+
+def _insert_runs(c: sqlite3.Connection, runs: Sequence[JobRun], now: datetime) -> set[str]:
+    """Insert the runs (one that exists already is left as it is) and move their shards'
+    watermarks back to any new PENDING run; returns the ids inserted."""
+    inserted = {r["run_id"] for r in c.execute(Q["runs_insert_many"], {
+        "runs": _json_rows([run_to_params(r) for r in runs])})}
+    touches = _watermark_touches([r for r in runs if r.run_id in inserted], now)
+    if touches:
+        c.execute(Q["watermarks_touch_many"], {"touches": _json_rows(touches)})
+    return inserted
 
 
 def _watermark_touches(runs: Sequence[JobRun], now: datetime) -> list[dict[str, Any]]:

@@ -149,7 +149,7 @@ from onthedot.store.tokens import (
     token_from_row,
     token_params,
 )
-from onthedot.store.watermark import BucketWalk, is_behind
+from onthedot.store.watermark import BucketWalk, Walks, is_behind, tick_rounds, tick_walk
 
 Q = load_queries("onthedot.store", "sql/postgres/queries.sql")
 log = logging.getLogger(__name__)
@@ -1228,7 +1228,7 @@ async def _claim_due_many(conn: Conn, claims: Sequence[DueClaim]) -> list[DueCla
         "shards": [c.shard for c in ordered], "tokens": [c.lease_token for c in ordered]})
     held = {int(r["shard"]): r for r in await cur.fetchall()}
     cap = max(1, MAX_EVENTS_PER_TRANSACTION // len(ordered))  # skipped runs' events
-    walks: dict[int, tuple[BucketWalk, int | None]] = {}
+    walks: Walks = {}
     for claim in ordered:
         row = held.get(claim.shard)
         if row is None:
@@ -1238,17 +1238,10 @@ async def _claim_due_many(conn: Conn, claims: Sequence[DueClaim]) -> list[DueCla
             found = await (await conn.execute(Q["oldest_pending_bucket"],
                                               {"shard": claim.shard})).fetchone()
             oldest = None if found is None or found["bucket"] is None else int(found["bucket"])
-        walks[claim.shard] = (
-            BucketWalk(claim, None if row["bucket"] is None else int(row["bucket"]), oldest,
-                       min(claim.limit, cap)),
-            None if row["generation"] is None else int(row["generation"]))
+        walks[claim.shard] = tick_walk(claim, row, oldest, min(claim.limit, cap))
     runs: dict[int, list[JobRun]] = {shard: [] for shard in walks}
-    pending = {shard: walk.buckets() for shard, (walk, _) in walks.items()}
-    while pending:
-        step = {shard: b for shard, it in pending.items() if (b := next(it, None)) is not None}
-        pending = {shard: pending[shard] for shard in step}
-        if step:
-            await _claim_round(conn, ordered[0], step, walks, runs)
+    for step in tick_rounds(walks):
+        await _claim_round(conn, ordered[0], step, walks, runs)
     for walk, generation in walks.values():
         save = walk.save(generation)
         if save is not None:
@@ -1261,7 +1254,7 @@ async def _claim_due_many(conn: Conn, claims: Sequence[DueClaim]) -> list[DueCla
 
 
 async def _claim_round(conn: Conn, tick: DueClaim, step: dict[int, int],
-                       walks: dict[int, tuple[BucketWalk, int | None]],
+                       walks: Walks,
                        runs: dict[int, list[JobRun]]) -> None:
     """Claim one bucket of each walk in ``step`` ({shard: bucket}) in one statement."""
     shards = sorted(step)

@@ -104,7 +104,7 @@ from onthedot.store.tokens import (
     token_from_row,
     token_params,
 )
-from onthedot.store.watermark import BucketWalk, is_behind
+from onthedot.store.watermark import BucketWalk, Walks, is_behind, tick_rounds, tick_walk
 
 Q = load_queries("onthedot.store", "sql/sqlite/queries.sql")
 MISSED_ERROR = "missed: misfire policy is skip"  # what run_mark_skipped stores
@@ -934,7 +934,7 @@ def _claim_due_many(c: sqlite3.Connection, claims: Sequence[DueClaim]) -> list[D
     tick = claims[0]
     held = {int(r["shard"]): r for r in c.execute(Q["shards_claim_start"], {
         "claims": _json_rows([[cl.shard, cl.lease_token] for cl in claims])})}
-    walks: dict[int, tuple[BucketWalk, int | None]] = {}
+    walks: Walks = {}
     for claim in claims:
         row = held.get(claim.shard)
         if row is None:
@@ -943,17 +943,9 @@ def _claim_due_many(c: sqlite3.Connection, claims: Sequence[DueClaim]) -> list[D
         if row["bucket"] is None:  # first visit: start at the oldest PENDING run, however old
             found = c.execute(Q["oldest_pending_bucket"], {"shard": claim.shard}).fetchone()
             oldest = None if found["bucket"] is None else int(found["bucket"])
-        walks[claim.shard] = (
-            BucketWalk(claim, None if row["bucket"] is None else int(row["bucket"]), oldest,
-                       claim.limit),
-            None if row["generation"] is None else int(row["generation"]))
+        walks[claim.shard] = tick_walk(claim, row, oldest, claim.limit)
     found_rows: dict[int, list[sqlite3.Row]] = {shard: [] for shard in walks}
-    pending = {shard: walk.buckets() for shard, (walk, _) in walks.items()}
-    while pending:
-        step = {shard: b for shard, it in pending.items() if (b := next(it, None)) is not None}
-        pending = {shard: pending[shard] for shard in step}
-        if not step:
-            break
+    for step in tick_rounds(walks):
         rows = _due_in_buckets(c, tick, step, {s: walks[s][0].remaining for s in step})
         for shard, b in step.items():
             found_rows[shard] += rows[shard]

@@ -81,3 +81,27 @@ class BucketWalk:
             return None
         return "watermark_advance", {"shard": self.claim.shard, "bucket": self.watermark,
                                      "generation": generation}
+
+
+# A tick's walks, one per shard whose lease held: (its walk, the watermark's generation read).
+Walks = dict[int, tuple[BucketWalk, int | None]]
+
+
+def tick_walk(claim: DueClaim, row: Any, oldest: int | None,
+              limit: int) -> tuple[BucketWalk, int | None]:
+    """A shard's walk for a tick, from its ``shards_claim_start`` row (watermark bucket and
+    generation, None on a first visit) and, on a first visit, its oldest PENDING bucket."""
+    return (BucketWalk(claim, None if row["bucket"] is None else int(row["bucket"]), oldest,
+                       limit),
+            None if row["generation"] is None else int(row["generation"]))
+
+
+def tick_rounds(walks: Walks) -> Iterator[dict[int, int]]:
+    """The rounds of a tick's claim: each the next bucket of every walk that has one
+    ({shard: bucket}), until none has."""
+    pending = {shard: walk.buckets() for shard, (walk, _) in walks.items()}
+    while pending:
+        step = {shard: b for shard, it in pending.items() if (b := next(it, None)) is not None}
+        pending = {shard: pending[shard] for shard in step}
+        if step:
+            yield step

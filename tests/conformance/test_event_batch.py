@@ -29,22 +29,12 @@ from onthedot.store.base import (
     EventApply,
     EventsApplied,
     JobSave,
-    RunFinish,
     Store,
 )
 from onthedot.watcher.recurring import CONSUMER, RecurringWatcher
 
 from .factories import make_run
-from .test_store import half_past, run_in, visible_events, with_job
-
-
-async def _finished(store: Store, job: Job, at: datetime) -> RunEvent:
-    run = await run_in(store, job, RunStatus.RUNNING, scheduled_at=at, now=at)
-    assert run.lease_token is not None
-    event = await store.run_finish(RunFinish(run.run_id, run.lease_token, RunStatus.SUCCEEDED,
-                                             at, output={"ok": True}))
-    assert event is not None
-    return event
+from .test_store import finished_event, half_past, visible_events, with_job
 
 
 def _next(job: Job, at: datetime) -> JobRun:
@@ -66,7 +56,7 @@ def _decisions(events: list[RunEvent], jobs: list[Job], nexts: list[JobRun],
 async def _jobs_with_events(store: Store, count: int, now: datetime,
                             ) -> tuple[list[Job], list[RunEvent], list[JobRun]]:
     jobs = [await with_job(store, now=now - timedelta(days=1, seconds=i)) for i in range(count)]
-    events = [await _finished(store, job, now - timedelta(minutes=count - i))
+    events = [await finished_event(store, job, now - timedelta(minutes=count - i))
               for i, job in enumerate(jobs)]
     await visible_events(store, 0, count)
     nexts = [_next(job, now + timedelta(hours=1, minutes=i)) for i, job in enumerate(jobs)]
@@ -163,8 +153,8 @@ async def test_a_changed_first_job_writes_nothing(store: Store) -> None:
 async def test_a_job_twice_in_one_batch_is_refused(store: Store) -> None:
     now = half_past()
     job = await with_job(store, now=now - timedelta(days=1))
-    first = await _finished(store, job, now - timedelta(minutes=20))
-    second = await _finished(store, job, now - timedelta(minutes=10))
+    first = await finished_event(store, job, now - timedelta(minutes=20))
+    second = await finished_event(store, job, now - timedelta(minutes=10))
     await visible_events(store, 0, 2)
     decisions = _decisions([first, second], [job, job],
                            [_next(job, now + timedelta(hours=1))] * 2)
@@ -233,7 +223,7 @@ async def test_the_watcher_decides_a_refused_event_again_alone_and_applies_the_r
         store: Store) -> None:
     now = half_past()
     jobs = [await with_job(store, now=now - timedelta(days=1, seconds=i)) for i in range(5)]
-    events = [await _finished(store, job, now - timedelta(minutes=5 - i))
+    events = [await finished_event(store, job, now - timedelta(minutes=5 - i))
               for i, job in enumerate(jobs)]
     await visible_events(store, 0, 5)
     changing = _ChangesAJobOnce(store, jobs[2], now)
@@ -260,10 +250,10 @@ async def test_the_watcher_applies_a_jobs_events_in_turn(store: Store) -> None:
     now = half_past()
     job = await with_job(store, now=now - timedelta(days=1))
     other = await with_job(store, now=now - timedelta(days=1, seconds=1))
-    events = [await _finished(store, job, now - timedelta(minutes=30)),
-              await _finished(store, other, now - timedelta(minutes=25)),
-              await _finished(store, job, now - timedelta(minutes=20)),
-              await _finished(store, job, now - timedelta(minutes=10))]
+    events = [await finished_event(store, job, now - timedelta(minutes=30)),
+              await finished_event(store, other, now - timedelta(minutes=25)),
+              await finished_event(store, job, now - timedelta(minutes=20)),
+              await finished_event(store, job, now - timedelta(minutes=10))]
     await visible_events(store, 0, 4)
 
     applied = await RecurringWatcher(store, FakeClock(now), Settings(), "r1").run_once()
@@ -285,7 +275,7 @@ async def test_the_watcher_ends_one_time_jobs_of_a_batch(store: Store) -> None:
                            params=JobParams(type="one-time", time="2026-06-22T08:00:00+00:00"))
             for i in range(3)]
     for i, job in enumerate(jobs):
-        await _finished(store, job, now - timedelta(minutes=3 - i))
+        await finished_event(store, job, now - timedelta(minutes=3 - i))
     await visible_events(store, 0, 3)
 
     assert await RecurringWatcher(store, FakeClock(now), Settings(), "r1").run_once() == 3

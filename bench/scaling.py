@@ -140,19 +140,21 @@ async def _create_due(port: int, runs: int, due: datetime) -> None:
 # The completion poll counts (cheap, an index on the due time); the lateness of each run is
 # read once, after the window.
 FINISHED_COUNT_SQL = """
-SELECT count(*) FROM {schema}.job_runs WHERE scheduled_at = %s AND status = 'SUCCEEDED'
+SELECT count(*) FROM {runs} WHERE scheduled_at = %s AND status = 'SUCCEEDED'
 """
 FINISHED_SQL = """
 SELECT extract(epoch FROM finished_at - scheduled_at)
-FROM {schema}.job_runs WHERE scheduled_at = %s AND status = 'SUCCEEDED'
+FROM {runs} WHERE scheduled_at = %s AND status = 'SUCCEEDED'
 """
 
 
 async def _query(schema: str, text: str, due: datetime) -> list[float]:
     import psycopg
+    from psycopg import sql
 
+    query = sql.SQL(text).format(runs=sql.Identifier(schema, "job_runs"))
     async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
-        cur = await conn.execute(text.format(schema=schema), (due,))  # type: ignore[arg-type]
+        cur = await conn.execute(query, (due,))
         return [float(row[0]) for row in await cur.fetchall()]
 
 
@@ -221,7 +223,7 @@ def table(results: list[Measured], cores: int) -> str:
         for m in results:
             w = pick(m)
             detail = f"{w.ops:,} ops in {w.seconds:.2f} s"
-            if pick is not None and name.startswith("drain"):
+            if name.startswith("drain"):
                 detail += f"; p99 lateness {m.drain_p99:.2f} s"
             lines.append(
                 f"| {name} | {m.processes} | {w.rate:,.0f} | "

@@ -37,6 +37,12 @@ _SESSION_LOST_STATES = ("57P01", "57P02", "57P03")
 _CONFLICT_CLASSES = ("40",)
 _CONFLICT_STATES = ("55P03", "57014")
 RECENTLY_USED_SECONDS = 1.0  # a connection given back more recently is not pinged (_check)
+# How long the pool keeps re-trying one lost connection in the background before it gives that
+# attempt up. psycopg_pool doubles the pause between tries (1, 2, 4, 8 s ...) until this many
+# seconds have passed; with its default, 300 s, the pause after a two-minute outage is 64 s, so
+# the pool could stay empty that long after the server came back. Given up early, the next
+# checkout that finds no connection starts a fresh attempt at once (the pool grows on demand).
+RECONNECT_GIVE_UP_SECONDS = 4.0
 
 
 def _has_input(conn: Conn) -> bool:
@@ -112,6 +118,7 @@ class LazyPool:
             configure=self._configure,
             check=self._check,  # drop connections a restart killed
             timeout=timeout_seconds,
+            reconnect_timeout=RECONNECT_GIVE_UP_SECONDS,
             name=f"onthedot{'' if role == 'store' else '-' + role}:{schema}",
         )
         self._opened = False
@@ -130,7 +137,15 @@ class LazyPool:
         if (last_used is not None and time.monotonic() - last_used < RECENTLY_USED_SECONDS
                 and not _has_input(conn)):
             return
-        await AsyncConnectionPool.check_connection(conn)
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except UNAVAILABLE:
+            # A dead connection is seldom alone: a restart or a failover killed every idle one.
+            # psycopg_pool waits 1, 2, 4 ... s after each failed check before trying the next
+            # idle connection, so five dead ones outlast a 10 s checkout timeout although the
+            # server is back. Check them all now; the broken ones are replaced at once.
+            await self._pool.check()
+            raise
 
     async def _configure(self, conn: Conn) -> None:
         if isinstance(conn, CountingConnection):

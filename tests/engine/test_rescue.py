@@ -188,6 +188,8 @@ async def test_history_past_retention_is_pruned(both: Engine) -> None:
     assert kept is not None
     assert kept.status.value == "scheduled"
     runs = await both.rt.store.runs_list(recurring.job.job_id, 100, None)
-    assert any(r.status is RunStatus.PENDING for r in runs)  # the open run is never pruned
+    # The open run is never pruned.
+    assert any(r.status is RunStatus.PENDING for r in runs), [
+        (r.scheduled_at.isoformat(), r.status.value) for r in runs]
     cutoff = both.clock.now() - timedelta(days=1)
     assert all(r.finished_at is None or r.finished_at >= cutoff for r in runs)

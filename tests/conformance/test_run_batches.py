@@ -8,20 +8,21 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 import psycopg
 import pytest
 
 from onthedot.domain.delivery import InboxItem
-from onthedot.domain.errors import BackendError
+from onthedot.domain.errors import BackendError, StatementRefusedError
 from onthedot.domain.history import AttemptStatus
 from onthedot.domain.ids import ulid_floor
-from onthedot.domain.models import JobStatus, RunStatus
+from onthedot.domain.models import JobStatus, RunEvent, RunStatus
 from onthedot.store.base import RunClaim, RunFinish, RunRetry, Store
 from onthedot.store.postgres import PostgresStore
 from tests.support.waiting import async_wait_until
 
-from .conftest import PG_DSN, StoreEnv
+from .conftest import PG_DSN, PG_TEST_AHEAD_DAYS, PG_TEST_FAR_MONTHS, StoreEnv
 from .factories import new_token
 from .test_job_guard import set_job_status
 from .test_statement_counts import Delta
@@ -218,3 +219,108 @@ async def test_a_batch_cut_off_by_a_lost_session_fails_each_caller_and_lands_onc
     assert twice == [None] * len(runs), "a result recorded twice"
     events = await visible_events(store, 0, len(runs))
     assert sorted(e.run_id for e in events) == sorted(r.run_id for r in runs)
+
+
+# --- conflicts inside a batch (PostgreSQL): a lock timeout, a deadlock --------------------------
+def _store_with_session_setting(pg_env: StoreEnv, setting: str, value: str) -> PostgresStore:
+    """Another store on the test schema whose sessions all have ``setting`` (libpq options)."""
+    assert pg_env.pg_schema is not None
+    dsn = f"{PG_DSN}?options=" + quote(f"-c {setting}={value}")
+    store = PostgresStore(dsn, schema=pg_env.pg_schema, pool_max=4,
+                          partition_far_months=PG_TEST_FAR_MONTHS,
+                          partition_ahead_days=PG_TEST_AHEAD_DAYS)
+    pg_env.stores.append(store)
+    return store
+
+
+async def _running_runs(store: Store, count: int) -> tuple[list[RunFinish], list[str]]:
+    now = half_past()
+    job = await with_job(store)
+    runs = [await run_in(store, job, RunStatus.RUNNING, now=now - timedelta(minutes=1),
+                         scheduled_at=now - timedelta(seconds=i + 1)) for i in range(count)]
+    runs.sort(key=lambda r: r.run_id)  # the order a batch locks them in
+    return ([RunFinish(run_id=r.run_id, token=str(r.lease_token), status=RunStatus.SUCCEEDED,
+                       finished_at=now, output={"n": i}) for i, r in enumerate(runs)],
+            [r.run_id for r in runs])
+
+
+async def _store_waits_on_a_lock(schema: str) -> bool:
+    async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as admin:
+        cur = await admin.execute("SELECT count(*) FROM pg_stat_activity WHERE "
+                                  "application_name = %s AND wait_event_type = 'Lock'",
+                                  (f"onthedot/{schema}",))
+        row = await cur.fetchone()
+    return row is not None and row[0] > 0
+
+
+async def _deadlocks_so_far() -> int:
+    async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as admin:
+        cur = await admin.execute("SELECT deadlocks FROM pg_stat_database "
+                                  "WHERE datname = current_database()")
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.mark.postgres
+async def test_a_lock_timeout_fails_only_its_finish_not_the_batch(pg_store: PostgresStore,
+                                                                  pg_env: StoreEnv) -> None:
+    """Another session holds one run's row for ever; the store's sessions have a lock_timeout
+    (55P03). Only that run's caller fails, with StatementRefusedError (not "unavailable"),
+    after its bounded retries; the rest of its batch is recorded."""
+    finishes, run_ids = await _running_runs(pg_store, 5)
+    timed = _store_with_session_setting(pg_env, "lock_timeout", "150ms")
+    async with await psycopg.AsyncConnection.connect(PG_DSN) as holder:
+        await holder.execute(f"SELECT 1 FROM {pg_store.schema}.job_runs WHERE run_id = %s "
+                             "FOR UPDATE", (run_ids[2],))
+        try:
+            results = await asyncio.gather(*(timed.run_finish(f) for f in finishes),
+                                           return_exceptions=True)
+        finally:
+            await holder.rollback()
+    refused = results[2]
+    assert isinstance(refused, StatementRefusedError), results
+    assert isinstance(refused.__cause__, psycopg.errors.LockNotAvailable)
+    assert [isinstance(r, RunEvent) for r in results] == [True, True, False, True, True]
+    stored = await pg_store.runs_get_many(run_ids)
+    assert [stored[i].status for i in run_ids] == [
+        RunStatus.SUCCEEDED, RunStatus.SUCCEEDED, RunStatus.RUNNING, RunStatus.SUCCEEDED,
+        RunStatus.SUCCEEDED]
+
+
+@pytest.mark.postgres
+async def test_a_deadlock_inside_a_batch_fails_no_caller(pg_store: PostgresStore,
+                                                         pg_env: StoreEnv) -> None:
+    """A real deadlock (40P01): another transaction holds the fourth run and then asks for the
+    second while the batch (or the batch after a lone first finish), which locks in run id
+    order, holds the second and waits for the fourth. The batch's session is the one
+    PostgreSQL aborts (its deadlock_timeout is the shorter); its finishes are then written one
+    by one and all succeed once the other transaction committed."""
+    finishes, run_ids = await _running_runs(pg_store, 5)
+    short = _store_with_session_setting(pg_env, "deadlock_timeout", "200ms")
+    before = await _deadlocks_so_far()
+    schema = pg_store.schema
+    async with await psycopg.AsyncConnection.connect(PG_DSN) as other:
+        await other.execute("SET deadlock_timeout = '30s'")
+        await other.execute(f"UPDATE {schema}.job_runs SET attempt = attempt "
+                            "WHERE run_id = %s", (run_ids[3],))
+        batch = asyncio.gather(*(short.run_finish(f) for f in finishes),
+                               return_exceptions=True)
+        try:
+            await async_wait_until(lambda: _store_waits_on_a_lock(schema), 30,
+                                   "the batch to wait for the fourth run")
+            # Blocks until the deadlock detector aborted the batch's transaction.
+            await other.execute(f"UPDATE {schema}.job_runs SET attempt = attempt "
+                                "WHERE run_id = %s", (run_ids[1],))
+            await other.commit()
+        finally:
+            await other.rollback()
+        results = await batch
+    assert all(isinstance(r, RunEvent) for r in results), results
+
+    async def deadlock_counted() -> bool:
+        return await _deadlocks_so_far() > before
+
+    await async_wait_until(deadlock_counted, 10, "PostgreSQL to count the deadlock")
+    stored = await pg_store.runs_get_many(run_ids)
+    assert {stored[i].status for i in run_ids} == {RunStatus.SUCCEEDED}

@@ -8,16 +8,14 @@ import asyncio
 import sqlite3
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 from prometheus_client import generate_latest
 
-from onthedot.db.pggroup import StatementGroups
-from onthedot.db.pgpool import Conn, LazyPool
+from onthedot.db.pgpool import LazyPool
 from onthedot.db.sqlite_conn import SqliteConnection
 from onthedot.metrics import DB_STATEMENTS, DB_TRANSACTIONS, Metrics
 from onthedot.store.base import Store
@@ -129,17 +127,10 @@ async def test_postgres_counts_statements_and_commits(schema: str) -> None:
                 async with conn.transaction():  # rolled back: no commit
                     await conn.execute("INSERT INTO t VALUES (1)")
             assert delta() == (8, 4)
-
-            @asynccontextmanager
-            async def held() -> AsyncIterator[Conn]:
-                yield conn
-
-            groups = StatementGroups(held)
-            # Submitted in one turn of the loop, the three share one pipelined transaction:
-            # three statements, one commit.
-            rows = await asyncio.gather(*(groups.one(str(k), INSERT, {"k": k})
-                                          for k in (7, 8, 9)))
-            assert [row["k"] for row in rows if row is not None] == [7, 8, 9]
+            async with conn.pipeline(), conn.transaction():
+                # Pipelined: three statements sent at once, still three, and one commit.
+                for k in (7, 8, 9):
+                    await conn.execute(INSERT, {"k": k})
             assert delta() == (11, 5)
     finally:
         await pool.close()

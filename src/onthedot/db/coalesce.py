@@ -12,7 +12,7 @@ the flush gets that error, as each would have alone. When the shared write fails
 reason, each item is written again on its own, so one item the database refuses fails one
 caller; a lone item refused for a reason of the moment (``StatementRefusedError``) is written
 again on its own too, where ``write_one`` may retry it. Used by the job group commit
-(store/group_commit.py) and the PostgreSQL statement groups (db/pggroup.py).
+(store/group_commit.py), the worker's run batches (store/run_batches.py) and the queues' acks.
 """
 
 from __future__ import annotations

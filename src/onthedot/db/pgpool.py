@@ -7,11 +7,14 @@ restart killed dropped on checkout, and "the database does not answer" turned in
 from __future__ import annotations
 
 import asyncio
+import logging
+import random
 import select
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, sql
@@ -23,6 +26,8 @@ from onthedot.db.sqlfile import load_migrations
 from onthedot.domain.errors import BackendError, ConfigError, StatementRefusedError
 
 Conn = AsyncConnection[DictRow]
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 IDENTIFIER_MAX_BYTES = 63  # PostgreSQL names (and NOTIFY channels) are at most 63 bytes
 # Errors of the driver that are not bugs of a statement: a database that does not answer (or a
 # connection that broke), and a statement the server refused for a reason of the moment; they
@@ -36,6 +41,8 @@ _SESSION_LOST_STATES = ("57P01", "57P02", "57P03")
 # or lock timeout, a cancel request).
 _CONFLICT_CLASSES = ("40",)
 _CONFLICT_STATES = ("55P03", "57014")
+CONFLICT_ATTEMPTS = 4  # runs of one write that keeps losing a conflict, then its error
+CONFLICT_PAUSE_SECONDS = 0.02  # before trying again (with jitter up to twice as long)
 RECENTLY_USED_SECONDS = 1.0  # a connection given back more recently is not pinged (_check)
 # How long the pool keeps re-trying one lost connection in the background before it gives that
 # attempt up. psycopg_pool doubles the pause between tries (1, 2, 4, 8 s ...) until this many
@@ -74,6 +81,22 @@ def conflict(exc: BaseException | None) -> bool:
     state = getattr(exc, "sqlstate", None)
     return isinstance(state, str) and (state[:2] in _CONFLICT_CLASSES
                                        or state in _CONFLICT_STATES)
+
+
+async def conflict_retried(key: str, write: Callable[[], Awaitable[T]]) -> T:
+    """One write in its own transaction; one that lost a conflict (deadlock, serialization
+    failure, lock or statement timeout) is tried again, a few times: it was rolled back, and
+    its guard makes running it again as safe as running it once."""
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        try:
+            return await write()
+        except StatementRefusedError as exc:
+            if attempt == CONFLICT_ATTEMPTS or not conflict(exc.__cause__):
+                raise
+            log.info("write of %s lost a conflict (%s); trying again",
+                     key, type(exc.__cause__).__name__)
+            await asyncio.sleep(CONFLICT_PAUSE_SECONDS * (1 + random.random()))
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def backend_error(exc: BaseException) -> BackendError:

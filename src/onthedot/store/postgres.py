@@ -46,13 +46,13 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow
 from psycopg.types.string import TextLoader
 
-from onthedot.db.pggroup import conflict_retried
 from onthedot.db.pgpool import (
     IDENTIFIER_MAX_BYTES,
     UNAVAILABLE,
     Conn,
     LazyPool,
     apply_migrations,
+    conflict_retried,
 )
 from onthedot.db.sqlfile import load_queries
 from onthedot.domain.clock import Clock, SystemClock

@@ -129,7 +129,8 @@ async def test_a_mail_sent_but_not_recorded_is_sent_again_with_the_same_message_
     key = "email:me@example.com"
     assert await env.rt.store.delivery_claim(DeliveryClaim(
         run_id=run.run_id, channel_key=key, channel="email", target="me@example.com",
-        claim_token="dead-worker", now=env.clock.now(), max_attempts=10))
+        claim_token="dead-worker", now=env.clock.now(), max_attempts=10,
+        stale_at=env.clock.now() + timedelta(minutes=10)))
     job = await env.rt.store.job_get_any(view.job.job_id)
     assert job is not None
     await env.worker.deliverer.email.send(build_message(

@@ -1,20 +1,28 @@
-"""The Deliverer: sends a succeeded run's output to each of its job's channels, once per
-(run, channel).
+"""The Deliverer: sends a succeeded run's output to each of its job's channels, at least once
+per (run, channel), and retries the failed ones on a schedule.
 
-The worker calls it after the action succeeded and BEFORE it records the run's success: a crash
-in between leaves the run unrecorded, so it is executed again, and this time the channels
-already delivered are skipped. Recording success first would lose the delivery instead.
+The worker calls ``deliver`` after the action succeeded and BEFORE it records the run's success:
+a crash in between leaves the run unrecorded, so it is executed again, and this time the
+channels already delivered are skipped. Recording success first would lose the delivery instead.
 
-Per e-mail or webhook channel, each try is::
+Per e-mail or webhook channel, each send is (the outbox order: record before, send, record
+after)::
 
-    claim (run, channel) in the store ---- refused: DELIVERED already, being sent by the live
-      |                                    attempt of the run, or out of sends -> done
+    claim (run, channel) in the store ---- refused: DELIVERED or FAILED already, being sent
+      |                                    by the live attempt of the run, or out of sends
       v
     send (SMTP / HTTP POST)   <-- a crash here, or before the next line, leaves SENDING: the
-      |                           next execution of the run sends again, with the same
-      v                           Message-ID / Idempotency-Key (docs/delivery.md)
-    record DELIVERED, or FAILED with the error (then up to TRIES_PER_EXECUTION tries, with a
-    doubling pause, while the error is worth retrying)
+      |                           next execution of the run, or the retry sweep once the claim
+      |                           is stale, sends again with the same Message-ID /
+      v                           Idempotency-Key (docs/delivery.md)
+    record DELIVERED; or RETRYING with next_attempt_at when the error is worth retrying and
+    the schedule (RETRY_SCHEDULE_SECONDS) is not used up; else FAILED for good
+
+While the run is executed, a channel is sent up to TRIES_PER_EXECUTION times, with a doubling
+pause, while the error is worth retrying. What is still RETRYING afterwards is the retry sweep's
+(``retry_due``, run by the rescuer): it claims the due deliveries of SUCCEEDED runs, rebuilds
+each message from the run's stored output and the job's channel, sends it once and records the
+outcome. It never touches the run itself.
 
 The inbox channel is not sent here: ``deliver`` returns the run's inbox item and the worker
 records it with the run's success, in one transaction (inbox.py). Nothing here raises into the
@@ -25,9 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from datetime import datetime, timedelta
+from typing import Any, Protocol, TypeVar
 
 from onthedot.actions.signing import WebhookSigner
 from onthedot.config import Settings
@@ -41,8 +51,10 @@ from onthedot.domain.delivery import (
     Delivery,
     DeliveryClaim,
     DeliveryDone,
+    DeliveryRetryClaim,
     DeliveryStatus,
     InboxItem,
+    retry_delay,
 )
 from onthedot.domain.errors import BackendError, DeliveryError
 from onthedot.domain.jsonvalue import storable_text
@@ -54,8 +66,12 @@ log = logging.getLogger("onthedot.delivery")
 
 T = TypeVar("T")
 TRIES_PER_EXECUTION = 3  # sends of one channel while the run is executed once
-MAX_SENDS = 10  # sends of one channel over every execution of the run
+MAX_SENDS = 10  # sends of one channel over every execution of the run (retries come on top)
 RETRY_PAUSE_SECONDS = 1.0  # before the second try; doubles
+# A SENDING claim older than this lost its sender (every send gives up after 30 s per step):
+# once the run succeeded, the retry sweep takes it over and sends again.
+SENDING_STALE_SECONDS = 600.0
+RETRY_BATCH = 50  # deliveries one retry sweep claims and sends (concurrently)
 # A delivery record is retried against a failing store as long as the worker retries the run's
 # result (worker.RECORD_RETRY_SECONDS): giving up earlier would lose the delivery of a run that
 # is then recorded as succeeded.
@@ -64,10 +80,22 @@ STORE_RETRY_FIRST_SECONDS = 0.1  # first pause; doubles up to the next
 STORE_RETRY_MAX_SECONDS = 5.0
 
 Send = Callable[[], Awaitable[None]]
+JOB_GONE = "the job no longer exists; the delivery is not retried"
+CHANNEL_GONE = "the job no longer lists this channel; the delivery is not retried"
+
+
+class DelivererStore(DeliveryStore, Protocol):
+    """What the deliverer uses of the store: the delivery records, and for a retry the run's
+    stored output and its job's channels."""
+
+    async def runs_get_many(self, run_ids: Sequence[str]) -> dict[str, JobRun]: ...
+
+    async def job_get_any(self, job_id: str) -> Job | None: ...
 
 
 class Deliverer:
-    def __init__(self, store: DeliveryStore, clock: Clock, settings: Settings, http: HttpClient, *,
+    def __init__(self, store: DelivererStore, clock: Clock, settings: Settings,
+                 http: HttpClient, *,
                  metrics: Metrics | None = None,
                  retry_pause_seconds: float = RETRY_PAUSE_SECONDS) -> None:
         self.store = store
@@ -124,25 +152,82 @@ class Deliverer:
 
     async def _tries(self, run: JobRun, channel: dict[str, Any], token: str,
                      send: Send) -> None:
-        kind = str(channel["channel"])
-        claim = DeliveryClaim(run_id=run.run_id, channel_key=channel_key(channel), channel=kind,
-                              target=channel_target(channel), claim_token=token,
-                              now=self.clock.now(), max_attempts=MAX_SENDS)
+        claim = DeliveryClaim(run_id=run.run_id, channel_key=channel_key(channel),
+                              channel=str(channel["channel"]), target=channel_target(channel),
+                              claim_token=token, now=self.clock.now(), max_attempts=MAX_SENDS,
+                              stale_at=self.clock.now())
         for tried in range(TRIES_PER_EXECUTION):
-            claimed = await self._stored(
-                run, lambda: self.store.delivery_claim(replace(claim, now=self.clock.now())))
+            claimed = await self._stored(run, lambda: self.store.delivery_claim(
+                replace(claim, now=self.clock.now(), stale_at=self._stale_at())))
             if claimed is None:
-                return  # delivered already, being sent by the live attempt, or out of sends
-            error = await self._send_once(send, claimed)
-            if error is None:
-                await self._done(claimed, token, DeliveryStatus.DELIVERED, None)
-                return
-            await self._done(claimed, token, DeliveryStatus.FAILED, error.message)
-            log.warning("run %s: delivery to %s failed (send %d): %s", run.run_id,
-                        claimed.target, claimed.attempts, error.message)
-            if not error.retryable or tried + 1 == TRIES_PER_EXECUTION:
-                return
+                return  # delivered or failed already, sent by the live attempt, out of sends
+            status = await self._send_and_record(claimed, send)
+            if status is not DeliveryStatus.RETRYING or tried + 1 == TRIES_PER_EXECUTION:
+                return  # what is still RETRYING is the retry sweep's
             await asyncio.sleep(self.retry_pause_seconds * 2 ** tried)
+
+    # --- the retry sweep ------------------------------------------------------------------
+    async def retry_due(self, limit: int = RETRY_BATCH) -> int:
+        """Claim up to ``limit`` due deliveries of succeeded runs, send each once, record the
+        outcomes; returns how many were claimed. Raises only if the claim fails."""
+        now = self.clock.now()
+        claimed = await self.store.deliveries_retry_claim(DeliveryRetryClaim(
+            claim_token=f"retry-{secrets.token_hex(8)}", now=now, stale_at=self._stale_at(),
+            limit=limit))
+        if not claimed:
+            return 0
+        runs = await self.store.runs_get_many(sorted({d.run_id for d in claimed}))
+        jobs = {job_id: await self.store.job_get_any(job_id)
+                for job_id in sorted({r.job_id for r in runs.values()})}
+        await asyncio.gather(*(self._retry(d, runs.get(d.run_id), jobs) for d in claimed))
+        return len(claimed)
+
+    async def _retry(self, claimed: Delivery, run: JobRun | None,
+                     jobs: dict[str, Job | None]) -> None:
+        try:
+            job = None if run is None else jobs.get(run.job_id)
+            if run is None or job is None:
+                await self._done(claimed, DeliveryStatus.FAILED, JOB_GONE)
+                return
+            channel = next((c for c in job.notify if channel_key(c) == claimed.channel_key),
+                           None)
+            send = None if channel is None else self._sender(
+                job, run, run.output, output_text(run.output), channel)
+            if send is None:
+                await self._done(claimed, DeliveryStatus.FAILED, CHANNEL_GONE)
+                return
+            log.info("run %s: retrying the delivery to %s (retry %d)", run.run_id,
+                     claimed.target, claimed.retries)
+            await self._send_and_record(claimed, send)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug or a store that stayed down: the next sweeps go on
+            log.exception("retrying the delivery of run %s to %s failed", claimed.run_id,
+                          claimed.channel_key)
+
+    # --- one send -------------------------------------------------------------------------
+    def _stale_at(self) -> datetime:
+        return self.clock.now() + timedelta(seconds=SENDING_STALE_SECONDS)
+
+    async def _send_and_record(self, claimed: Delivery, send: Send) -> DeliveryStatus:
+        """Send once under ``claimed`` and record DELIVERED, RETRYING (the error is worth
+        retrying and the schedule goes on) or FAILED for good; returns what was recorded."""
+        error = await self._send_once(send, claimed)
+        if error is None:
+            await self._done(claimed, DeliveryStatus.DELIVERED, None)
+            return DeliveryStatus.DELIVERED
+        delay = retry_delay(claimed.retries) if error.retryable else None
+        if delay is None:
+            await self._done(claimed, DeliveryStatus.FAILED, error.message)
+            log.warning("run %s: delivery to %s failed for good (send %d): %s",
+                        claimed.run_id, claimed.target, claimed.attempts, error.message)
+            return DeliveryStatus.FAILED
+        next_at = self.clock.now() + timedelta(seconds=delay)
+        await self._done(claimed, DeliveryStatus.RETRYING, error.message, next_at)
+        log.warning("run %s: delivery to %s failed (send %d), tried again from %s: %s",
+                    claimed.run_id, claimed.target, claimed.attempts, next_at.isoformat(),
+                    error.message)
+        return DeliveryStatus.RETRYING
 
     @staticmethod
     async def _send_once(send: Send, claimed: Delivery) -> DeliveryError | None:
@@ -155,12 +240,14 @@ class Deliverer:
             return DeliveryError(f"{type(exc).__name__}: {exc}", retryable=False)
         return None
 
-    async def _done(self, claimed: Delivery, token: str, status: DeliveryStatus,
-                    error: str | None) -> None:
+    async def _done(self, claimed: Delivery, status: DeliveryStatus, error: str | None,
+                    next_attempt_at: datetime | None = None) -> None:
         # An error may quote what a remote server answered: made storable (domain/jsonvalue).
         done = DeliveryDone(run_id=claimed.run_id, channel_key=claimed.channel_key,
-                            claim_token=token, status=status, now=self.clock.now(),
-                            error=None if error is None else storable_text(error))
+                            claim_token=claimed.claim_token or "", status=status,
+                            now=self.clock.now(),
+                            error=None if error is None else storable_text(error),
+                            next_attempt_at=next_attempt_at)
         if await self._stored(claimed, lambda: self.store.delivery_done(done)):
             self.metrics.deliveries.labels(channel=claimed.channel, status=status.value).inc()
 

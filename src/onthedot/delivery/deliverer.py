@@ -161,10 +161,12 @@ class Deliverer:
                 replace(claim, now=self.clock.now(), stale_at=self._stale_at())))
             if claimed is None:
                 return  # delivered or failed already, sent by the live attempt, out of sends
-            status = await self._send_and_record(claimed, send)
-            if status is not DeliveryStatus.RETRYING or tried + 1 == TRIES_PER_EXECUTION:
+            last = tried + 1 == TRIES_PER_EXECUTION
+            pause = self.retry_pause_seconds * 2 ** tried
+            status = await self._send_and_record(claimed, send, None if last else pause)
+            if status is not DeliveryStatus.RETRYING or last:
                 return  # what is still RETRYING is the retry sweep's
-            await asyncio.sleep(self.retry_pause_seconds * 2 ** tried)
+            await asyncio.sleep(pause)
 
     # --- the retry sweep ------------------------------------------------------------------
     async def retry_due(self, limit: int = RETRY_BATCH) -> int:
@@ -209,9 +211,12 @@ class Deliverer:
     def _stale_at(self) -> datetime:
         return self.clock.now() + timedelta(seconds=SENDING_STALE_SECONDS)
 
-    async def _send_and_record(self, claimed: Delivery, send: Send) -> DeliveryStatus:
+    async def _send_and_record(self, claimed: Delivery, send: Send,
+                               soon: float | None = None) -> DeliveryStatus:
         """Send once under ``claimed`` and record DELIVERED, RETRYING (the error is worth
-        retrying and the schedule goes on) or FAILED for good; returns what was recorded."""
+        retrying and the schedule goes on: due in ``soon`` seconds when this execution tries
+        again itself, else at the schedule's next step) or FAILED for good; returns what was
+        recorded."""
         error = await self._send_once(send, claimed)
         if error is None:
             await self._done(claimed, DeliveryStatus.DELIVERED, None)
@@ -222,9 +227,9 @@ class Deliverer:
             log.warning("run %s: delivery to %s failed for good (send %d): %s",
                         claimed.run_id, claimed.target, claimed.attempts, error.message)
             return DeliveryStatus.FAILED
-        next_at = self.clock.now() + timedelta(seconds=delay)
+        next_at = self.clock.now() + timedelta(seconds=delay if soon is None else soon)
         await self._done(claimed, DeliveryStatus.RETRYING, error.message, next_at)
-        log.warning("run %s: delivery to %s failed (send %d), tried again from %s: %s",
+        log.warning("run %s: delivery to %s failed (send %d); the next send at %s: %s",
                     claimed.run_id, claimed.target, claimed.attempts, next_at.isoformat(),
                     error.message)
         return DeliveryStatus.RETRYING

@@ -756,7 +756,8 @@ class DeliveryStore(Protocol):
 
     async def deliveries_retry_claim(self, claim: DeliveryRetryClaim) -> list[Delivery]:
         """Claim up to ``claim.limit`` due deliveries of SUCCEEDED runs, the earliest due ones
-        (see ``DeliveryRetryClaim``), in no particular order. Two sweeps at the same moment never claim the same one."""
+        (see ``DeliveryRetryClaim``), in no particular order. Two sweeps at the same moment
+        never claim the same one."""
         ...
 
     async def deliveries_of(self, run_ids: list[str]) -> list[Delivery]:

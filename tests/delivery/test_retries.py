@@ -28,6 +28,7 @@ from onthedot.watcher import Rescuer
 from tests.delivery.conftest import SENDER, backend, engine_open
 from tests.engine.conftest import Engine
 from tests.support.smtp import Mailbox
+from tests.support.waiting import async_wait_until
 from tests.support.webhook import LOOPBACK_ALLOW, WebhookReceiver
 
 NOW = JobParams(type="immediate")
@@ -234,3 +235,25 @@ async def test_a_pending_retry_is_sent_after_a_restart(
     assert webhook.keys == {delivery_id(run.run_id, f"webhook:{webhook.url}"):
                             TRIES_PER_EXECUTION + 1}
     assert run.status is RunStatus.SUCCEEDED
+
+
+async def test_the_rescuer_role_sends_a_due_retry_in_the_background(
+        env: Engine, webhook: WebhookReceiver) -> None:
+    webhook.status_for = lambda _r, nth: 503 if nth <= TRIES_PER_EXECUTION else 200
+    view = await env.create(NOW, NEWS, notify=[{"channel": "webhook", "url": webhook.url}])
+    await env.settle()
+    key = f"webhook:{webhook.url}"
+    hook = await the_delivery(env, view.job.job_id, key)
+    assert hook.next_attempt_at is not None
+    env.clock.set(hook.next_attempt_at)
+
+    async def delivered() -> bool:
+        found = await the_delivery(env, view.job.job_id, key)
+        return found.status is DeliveryStatus.DELIVERED
+
+    await env.rt.start(["rescuer"])
+    try:
+        await async_wait_until(delivered, 30, "the rescuer's retry")
+    finally:
+        await env.rt.stop()
+    assert webhook.count() == TRIES_PER_EXECUTION + 1

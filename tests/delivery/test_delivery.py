@@ -3,6 +3,7 @@ through the real engine, a real SMTP server and a real webhook receiver on loopb
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 from dataclasses import replace
@@ -165,6 +166,25 @@ async def test_a_mail_sent_but_not_recorded_is_sent_again_with_the_same_message_
     assert ids[0] == ids[1]  # what lets a mail system drop the second
     delivered = by_channel(await only_run(env, view.job.job_id))[key]
     assert (delivered.status, delivered.attempts) == (DeliveryStatus.DELIVERED, 2)
+
+
+async def test_a_mail_is_recorded_delivered_before_the_session_ends(
+        env: Engine, mailbox: Mailbox) -> None:
+    """The window in which a crash repeats a mail is one write long: the delivery is recorded
+    on the server's answer to DATA, not after QUIT's round trip (docs/delivery.md)."""
+    mailbox.hold_quit = True
+    view = await env.create(NOW, NEWS, notify=[EMAIL])
+    settling = asyncio.ensure_future(env.settle())
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, mailbox.quit_arrived.wait, 30)
+        assert mailbox.quit_arrived.is_set()
+        [run] = await env.rt.store.runs_list(view.job.job_id, 10, None)
+        [mail] = await env.rt.store.deliveries_of([run.run_id])
+        assert (mail.status, mail.attempts) == (DeliveryStatus.DELIVERED, 1)  # QUIT unanswered
+    finally:
+        mailbox.release_quit()
+        await settling
+    assert (await only_run(env, view.job.job_id)).status is RunStatus.SUCCEEDED
 
 
 async def test_a_fenced_attempt_delivers_nothing(env: Engine, mailbox: Mailbox) -> None:

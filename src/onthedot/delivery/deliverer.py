@@ -15,7 +15,8 @@ after)::
       |                           next execution of the run, or the retry sweep once the claim
       |                           is stale, sends again with the same Message-ID /
       v                           Idempotency-Key (docs/delivery.md)
-    record DELIVERED; or RETRYING with next_attempt_at when the error is worth retrying and
+    record DELIVERED the moment the receiver accepted (before SMTP's QUIT, before a webhook's
+    answer body is read); or RETRYING with next_attempt_at when the error is worth retrying and
     the schedule (RETRY_SCHEDULE_SECONDS) is not used up; else FAILED for good
 
 While the run is executed, a channel is sent up to TRIES_PER_EXECUTION times, with a doubling
@@ -35,7 +36,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -79,7 +80,9 @@ STORE_RETRY_SECONDS = 300.0
 STORE_RETRY_FIRST_SECONDS = 0.1  # first pause; doubles up to the next
 STORE_RETRY_MAX_SECONDS = 5.0
 
-Send = Callable[[], Awaitable[None]]
+# One send: the block runs once the receiver accepted (an SMTP server's answer to DATA, a
+# webhook's 2xx status line), before the session ends, so the acceptance is recorded at once.
+Send = Callable[[], AbstractAsyncContextManager[None]]
 JOB_GONE = "the job no longer exists; the delivery is not retried"
 CHANNEL_GONE = "the job no longer lists this channel; the delivery is not retried"
 
@@ -142,23 +145,23 @@ class Deliverer:
             sender = self.smtp.sender if self.smtp is not None else ""
             message = build_message(job=job, run=run, to=str(channel["to"]), text=text,
                                     sender=sender, channel_key=key, now=self.clock.now())
-            return lambda: self.email.send(message)
+            return lambda: self.email.sending(message)
         if channel.get("channel") == "webhook":
             payload = (slack_payload(job, text) if channel.get("format") == "slack"
                        else json_payload(job, run, output, text))
-            return lambda: self.webhook.send(str(channel["url"]), payload, user_id=job.user_id,
-                                             idempotency_key=delivery_id(run.run_id, key))
+            return lambda: self.webhook.sending(str(channel["url"]), payload,
+                                                user_id=job.user_id,
+                                                idempotency_key=delivery_id(run.run_id, key))
         return None
 
     async def _tries(self, run: JobRun, channel: dict[str, Any], token: str,
                      send: Send) -> None:
-        claim = DeliveryClaim(run_id=run.run_id, channel_key=channel_key(channel),
-                              channel=str(channel["channel"]), target=channel_target(channel),
-                              claim_token=token, now=self.clock.now(), max_attempts=MAX_SENDS,
-                              stale_at=self.clock.now())
         for tried in range(TRIES_PER_EXECUTION):
-            claimed = await self._stored(run, lambda: self.store.delivery_claim(
-                replace(claim, now=self.clock.now(), stale_at=self._stale_at())))
+            claimed = await self._stored(run, lambda: self.store.delivery_claim(DeliveryClaim(
+                run_id=run.run_id, channel_key=channel_key(channel),
+                channel=str(channel["channel"]), target=channel_target(channel),
+                claim_token=token, now=self.clock.now(), max_attempts=MAX_SENDS,
+                stale_at=self._stale_at())))
             if claimed is None:
                 return  # delivered or failed already, sent by the live attempt, out of sends
             last = tried + 1 == TRIES_PER_EXECUTION
@@ -219,7 +222,6 @@ class Deliverer:
         recorded."""
         error = await self._send_once(send, claimed)
         if error is None:
-            await self._done(claimed, DeliveryStatus.DELIVERED, None)
             return DeliveryStatus.DELIVERED
         delay = retry_delay(claimed.retries) if error.retryable else None
         if delay is None:
@@ -234,13 +236,22 @@ class Deliverer:
                     error.message)
         return DeliveryStatus.RETRYING
 
-    @staticmethod
-    async def _send_once(send: Send, claimed: Delivery) -> DeliveryError | None:
+    async def _send_once(self, send: Send, claimed: Delivery) -> DeliveryError | None:
+        """Send, and record DELIVERED the moment the receiver accepted: the window in which a
+        crash repeats the send (docs/delivery.md) is that one write. None once recorded; the
+        error when the send failed (nothing recorded yet)."""
+        accepted = False
         try:
-            await send()
+            async with send():
+                accepted = True
+                await self._done(claimed, DeliveryStatus.DELIVERED, None)
         except DeliveryError as exc:
+            if accepted:
+                raise
             return exc
         except Exception as exc:
+            if accepted:
+                raise  # the send went out; its record failed (the store stayed down)
             log.exception("sending run %s to %s raised", claimed.run_id, claimed.target)
             return DeliveryError(f"{type(exc).__name__}: {exc}", retryable=False)
         return None

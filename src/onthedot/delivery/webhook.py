@@ -1,9 +1,10 @@
 """The ``webhook`` channel: a signed POST of the output to the user's URL.
 
-Sent through the worker's guarded client, so the egress guard judges the URL on every run and
-every redirect (creation only refused what the URL alone shows). ``Idempotency-Key`` is the
-delivery's own key (run id and channel), the same on every send of that delivery, so a receiver
-can drop a send repeated after a crash. ``"format": "slack"`` posts Slack's ``{"text": ...}``.
+Sent through a guarded client (the worker's, or the rescuer's for a retry), so the egress guard
+judges the URL on every send and every redirect (creation only refused what the URL alone
+shows). ``Idempotency-Key`` is the delivery's own key (run id and channel), the same on every
+send of that delivery, so a receiver can drop a send repeated after a crash or a retry.
+``"format": "slack"`` posts Slack's ``{"text": ...}``.
 """
 
 from __future__ import annotations

@@ -67,7 +67,8 @@ class Metrics:
                                "grows while a long transaction hides newer events",
                                registry=self.registry)
         self.deliveries = Counter("onthedot_deliveries", "Sends of run outputs to their "
-                                  "channels, by channel and outcome (delivered, failed)",
+                                  "channels, by channel and recorded outcome (delivered; "
+                                  "retrying: a retry is scheduled; failed: for good)",
                                   ["channel", "status"], registry=self.registry)
         self.run_lateness = Histogram(
             "onthedot_run_lateness_seconds", "Action start minus scheduled time, of first "

@@ -12,7 +12,7 @@ from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel, Field
 
-from onthedot.domain.delivery import Delivery, InboxItem
+from onthedot.domain.delivery import Delivery, DeliveryStatus, InboxItem
 from onthedot.domain.models import JobRun
 from onthedot.nl.describe import describe
 from onthedot.nl.parts import Language
@@ -50,18 +50,24 @@ class RetryPolicyOut(BaseModel):
 class DeliveryOut(BaseModel):
     channel: Literal["inbox", "email", "webhook"]
     target: str = Field(description="the address, the URL, or inbox")
-    status: Literal["sending", "delivered", "failed"] = Field(
-        description="sending: claimed, its outcome not recorded (a crash mid-send; the next "
-                    "execution of the run sends again)")
-    attempts: int
+    status: Literal["sending", "delivered", "retrying", "failed"] = Field(
+        description="delivered; retrying: the last send failed and the next one is due at "
+                    "next_attempt_at; failed: for good (not worth retrying, or out of "
+                    "retries); sending: claimed, its outcome not recorded yet")
+    attempts: int = Field(description="sends so far")
     sent_at: datetime | None
-    error: str | None
+    next_attempt_at: datetime | None = Field(
+        description="when a retrying delivery is sent again; null otherwise")
+    error: str | None = Field(description="the last failed send's error")
 
     @classmethod
     def of(cls, delivery: Delivery) -> DeliveryOut:
+        retrying = delivery.status is DeliveryStatus.RETRYING
         return cls(channel=cast(Any, delivery.channel), target=delivery.target,
-                   status=delivery.status.value, attempts=delivery.attempts,
-                   sent_at=delivery.sent_at, error=delivery.error)
+                   status=cast(Any, delivery.status.value), attempts=delivery.attempts,
+                   sent_at=delivery.sent_at,
+                   next_attempt_at=delivery.next_attempt_at if retrying else None,
+                   error=delivery.error)
 
 
 class RunOut(BaseModel):

@@ -1,7 +1,8 @@
-"""Store conformance for delivery (migration 0004): the notify list of a job, (run, channel)
-claims that hand a delivery to one attempt at a time and never twice once delivered, the inbox
-(one item per run, unread first, keyset pages, marking read), signing secrets and retention.
-Every backend, the same assertions."""
+"""Store conformance for delivery (migrations 0004 and 0009): the notify list of a job, (run,
+channel) claims that hand a delivery to one attempt at a time and never twice once delivered or
+failed for good, the retry sweep's claims of due deliveries of succeeded runs (one sweep per
+delivery, however many at once), the inbox (one item per run, unread first, keyset pages,
+marking read), signing secrets and retention. Every backend, the same assertions."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from onthedot.domain.delivery import (
     DeliveryClaim,
     DeliveryDone,
+    DeliveryRetryClaim,
     DeliveryStatus,
     InboxCursor,
     InboxItem,
@@ -26,19 +28,25 @@ from .conftest import StoreEnv
 from .test_store import half_past, run_in, with_job
 
 EMAIL = "email:me@example.com"
+STALE = timedelta(minutes=10)  # a claim counts as lost this long after it was made
 
 
 def claim_of(run: JobRun, token: str, now: datetime, *, key: str = EMAIL,
              max_attempts: int = 10) -> DeliveryClaim:
     return DeliveryClaim(run_id=run.run_id, channel_key=key, channel=key.partition(":")[0],
                          target=key.partition(":")[2], claim_token=token, now=now,
-                         max_attempts=max_attempts)
+                         max_attempts=max_attempts, stale_at=now + STALE)
 
 
 def done_of(run: JobRun, token: str, now: datetime, status: DeliveryStatus,
-            error: str | None = None, key: str = EMAIL) -> DeliveryDone:
+            error: str | None = None, key: str = EMAIL,
+            next_attempt_at: datetime | None = None) -> DeliveryDone:
     return DeliveryDone(run_id=run.run_id, channel_key=key, claim_token=token, status=status,
-                        now=now, error=error)
+                        now=now, error=error, next_attempt_at=next_attempt_at)
+
+
+def sweep_of(now: datetime, token: str = "sweep-1", limit: int = 50) -> DeliveryRetryClaim:
+    return DeliveryRetryClaim(claim_token=token, now=now, stale_at=now + STALE, limit=limit)
 
 
 def item_of(job: Job, run: JobRun, now: datetime, text: str = "台股收高",
@@ -139,21 +147,39 @@ async def test_a_sending_claim_is_taken_over_only_by_another_attempt(store: Stor
     assert await store.delivery_done(done_of(run, "attempt-2", later, DeliveryStatus.DELIVERED))
 
 
-async def test_a_failed_delivery_is_claimed_again_until_out_of_attempts(store: Store) -> None:
+async def test_a_retrying_delivery_is_claimed_again_until_out_of_attempts(
+        store: Store) -> None:
     now = half_past()
     run = await running_run(store, await with_job(store), now)
     for attempt in (1, 2, 3):
         claimed = await store.delivery_claim(claim_of(run, "attempt-1", now, max_attempts=3))
         assert claimed is not None
-        assert claimed.attempts == attempt
-        assert await store.delivery_done(done_of(run, "attempt-1", now, DeliveryStatus.FAILED,
-                                                 f"451 try later ({attempt})"))
+        assert (claimed.attempts, claimed.next_attempt_at) == (attempt, now + STALE)
+        assert await store.delivery_done(done_of(
+            run, "attempt-1", now, DeliveryStatus.RETRYING, f"451 try later ({attempt})",
+            next_attempt_at=now + timedelta(minutes=1)))
     later = now + timedelta(seconds=40)
     await taken_over(store, run, "attempt-2", later)
     assert await store.delivery_claim(claim_of(run, "attempt-2", later, max_attempts=3)) is None
     [delivery] = await store.deliveries_of([run.run_id])
-    assert (delivery.status, delivery.attempts, delivery.error, delivery.sent_at) == (
-        DeliveryStatus.FAILED, 3, "451 try later (3)", None)
+    assert (delivery.status, delivery.attempts, delivery.error, delivery.sent_at,
+            delivery.next_attempt_at, delivery.retries) == (
+        DeliveryStatus.RETRYING, 3, "451 try later (3)", None, now + timedelta(minutes=1), 0)
+
+
+async def test_a_delivery_failed_for_good_is_never_claimed_again(store: Store) -> None:
+    now = half_past()
+    run = await running_run(store, await with_job(store), now)
+    assert await store.delivery_claim(claim_of(run, "attempt-1", now))
+    assert await store.delivery_done(done_of(run, "attempt-1", now, DeliveryStatus.FAILED,
+                                             "550 no such user"))
+    assert await store.delivery_claim(claim_of(run, "attempt-1", now)) is None
+    later = now + timedelta(seconds=40)
+    await taken_over(store, run, "attempt-2", later)
+    assert await store.delivery_claim(claim_of(run, "attempt-2", later)) is None
+    [delivery] = await store.deliveries_of([run.run_id])
+    assert (delivery.status, delivery.attempts, delivery.error, delivery.next_attempt_at) == (
+        DeliveryStatus.FAILED, 1, "550 no such user", None)
 
 
 async def test_only_the_attempt_holding_the_run_claims(store: Store) -> None:
@@ -195,6 +221,101 @@ async def test_deliveries_of_lists_each_run_by_channel(store: Store) -> None:
     assert [(d.run_id, d.channel_key) for d in got] == [
         (two.run_id, EMAIL), (two.run_id, "webhook:https://hooks.example.test/x")]
     assert await store.deliveries_of([]) == []
+
+
+# --- the retry sweep --------------------------------------------------------------------------
+
+
+async def left(store: Store, job: Job, at: datetime, status: DeliveryStatus, *,
+               next_attempt_at: datetime | None = None,
+               run_status: RunStatus = RunStatus.SUCCEEDED, key: str = EMAIL) -> JobRun:
+    """A run whose attempt left the channel ``status`` (SENDING: claimed, outcome unrecorded)
+    and then ended ``run_status`` (or is still RUNNING)."""
+    run = await running_run(store, job, at)
+    claimed = await store.delivery_claim(claim_of(run, "attempt-1", at, key=key))
+    assert claimed is not None
+    if status is not DeliveryStatus.SENDING:
+        sent = at if status is DeliveryStatus.DELIVERED else None
+        assert await store.delivery_done(done_of(
+            run, "attempt-1", sent or at, status, None if sent else "503", key=key,
+            next_attempt_at=next_attempt_at))
+    if run_status is RunStatus.SUCCEEDED:
+        await run_finish(store, run, "attempt-1", at)
+    return run
+
+
+async def test_the_retry_sweep_claims_due_deliveries_of_succeeded_runs_only(
+        store: Store) -> None:
+    now = half_past()
+    job = await with_job(store)
+    at = now - timedelta(hours=1)
+    minute = timedelta(minutes=1)
+    due = await left(store, job, at, DeliveryStatus.RETRYING, next_attempt_at=now - minute)
+    stale = await left(store, job, at + minute, DeliveryStatus.SENDING)  # stale at +11 min
+    not_yet = await left(store, job, at + 2 * minute, DeliveryStatus.RETRYING,
+                         next_attempt_at=now + minute)
+    running = await left(store, job, at + 3 * minute, DeliveryStatus.RETRYING,
+                         next_attempt_at=now - minute, run_status=RunStatus.RUNNING)
+    delivered = await left(store, job, at + 4 * minute, DeliveryStatus.DELIVERED)
+    failed = await left(store, job, at + 5 * minute, DeliveryStatus.FAILED)
+
+    claimed = await store.deliveries_retry_claim(sweep_of(now))
+
+    assert {d.run_id for d in claimed} == {stale.run_id, due.run_id}
+    for d in claimed:
+        assert (d.status, d.claim_token, d.next_attempt_at, d.updated_at, d.retries) == (
+            DeliveryStatus.SENDING, "sweep-1", now + STALE, now, 1)
+    assert {d.run_id: d.attempts for d in claimed} == {stale.run_id: 2, due.run_id: 2}
+    assert await store.deliveries_retry_claim(sweep_of(now, "sweep-2")) == []
+    # The attempt's claim is gone: only the sweep's outcome lands.
+    assert not await store.delivery_done(done_of(due, "attempt-1", now,
+                                                 DeliveryStatus.DELIVERED))
+    assert await store.delivery_done(done_of(due, "sweep-1", now, DeliveryStatus.DELIVERED))
+    untouched = await store.deliveries_of([not_yet.run_id, running.run_id, delivered.run_id,
+                                           failed.run_id])
+    assert {d.run_id: (d.status, d.attempts, d.retries) for d in untouched} == {
+        not_yet.run_id: (DeliveryStatus.RETRYING, 1, 0),
+        running.run_id: (DeliveryStatus.RETRYING, 1, 0),
+        delivered.run_id: (DeliveryStatus.DELIVERED, 1, 0),
+        failed.run_id: (DeliveryStatus.FAILED, 1, 0)}
+    # The sweep changes no run.
+    got = await store.run_get(due.run_id)
+    assert got is not None
+    assert got.status is RunStatus.SUCCEEDED
+
+
+async def test_a_retry_outcome_schedules_the_next_one(store: Store) -> None:
+    now = half_past()
+    run = await left(store, await with_job(store), now - timedelta(hours=1),
+                     DeliveryStatus.RETRYING, next_attempt_at=now)
+    [claimed] = await store.deliveries_retry_claim(sweep_of(now))
+    later = now + timedelta(minutes=5)
+    assert await store.delivery_done(done_of(run, "sweep-1", now, DeliveryStatus.RETRYING,
+                                             "503 again", next_attempt_at=later))
+    assert await store.deliveries_retry_claim(sweep_of(later - timedelta(seconds=1))) == []
+    [again] = await store.deliveries_retry_claim(sweep_of(later, "sweep-2"))
+    assert (again.attempts, again.retries, again.error) == (claimed.attempts + 1, 2,
+                                                            "503 again")
+
+
+async def test_two_sweeps_at_once_never_claim_the_same_delivery(
+        store_env: StoreEnv, store: Store) -> None:
+    now = half_past()
+    job = await with_job(store)
+    runs = [await left(store, job, now - timedelta(hours=1, minutes=i),
+                       DeliveryStatus.RETRYING, next_attempt_at=now - timedelta(seconds=i))
+            for i in range(12)]
+    sweepers = [store_env.open() for _ in range(4)]
+    got = await asyncio.gather(*(s.deliveries_retry_claim(sweep_of(now, f"sweep-{i}", limit=5))
+                                 for i, s in enumerate(sweepers)))
+    claimed = [(d.run_id, d.claim_token) for batch in got for d in batch]
+    assert len({run_id for run_id, _ in claimed}) == len(claimed)  # nobody twice
+    # Every claim landed on the row with its sweep's token.
+    stored = {d.run_id: d for d in await store.deliveries_of([r.run_id for r in runs])}
+    assert all(stored[run_id].claim_token == token for run_id, token in claimed)
+    # What one sweep skipped (locked by another) is still there for the next.
+    rest = await store.deliveries_retry_claim(sweep_of(now, "sweep-last"))
+    assert len(claimed) + len(rest) == len(runs)
 
 
 # --- inbox ----------------------------------------------------------------------------------

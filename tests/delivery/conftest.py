@@ -68,24 +68,37 @@ async def guarded(tmp_path: Path, mailbox: Mailbox) -> AsyncIterator[Engine]:
 
 
 @contextlib.asynccontextmanager
-async def engine_on(backend: str, tmp_path: Path, **settings: Any) -> AsyncIterator[Engine]:
+async def backend(name: str, tmp_path: Path, **settings: Any) -> AsyncIterator[Settings]:
+    """Settings on ``name``'s database (SQLite file; PostgreSQL schema with NATS streams),
+    dropped afterwards: engines opened on them one after another share the stored state, as
+    processes restarted on one database do."""
     schema = prefix = None
-    if backend == "sqlite":
+    if name == "sqlite":
         settings["database_url"] = f"sqlite:///{tmp_path}/onthedot.db"
     else:
         schema, prefix = new_pg_schema(), f"t{secrets.token_hex(6)}"
         settings.update(database_url=PG_DSN, database_schema=schema, queue_url=NATS_URL,
                         queue_prefix=prefix)
     try:
-        engine = await open_engine(Settings(visibility_timeout=30, misfire_grace=60,
-                                            **settings))
-        try:
-            yield engine
-        finally:
-            await engine.worker.aclose()
-            await engine.rt.close()
+        yield Settings(visibility_timeout=30, misfire_grace=60, **settings)
     finally:
         if schema is not None:
             await drop_pg_schema(schema)
         if prefix is not None:
             await delete_streams(NATS_URL, prefix)
+
+
+@contextlib.asynccontextmanager
+async def engine_open(settings: Settings) -> AsyncIterator[Engine]:
+    engine = await open_engine(settings)
+    try:
+        yield engine
+    finally:
+        await engine.worker.aclose()
+        await engine.rt.close()
+
+
+@contextlib.asynccontextmanager
+async def engine_on(name: str, tmp_path: Path, **settings: Any) -> AsyncIterator[Engine]:
+    async with backend(name, tmp_path, **settings) as on, engine_open(on) as engine:
+        yield engine

@@ -3,6 +3,7 @@ through the real engine, a real SMTP server and a real webhook receiver on loopb
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 from dataclasses import replace
@@ -79,6 +80,26 @@ async def test_email_carries_the_result_as_text_and_html_with_a_message_id_of_th
     assert (item.run_id, item.title, item.text) == (run.run_id, "Morning news", NEWS["text"])
 
 
+async def test_urls_in_the_html_part_are_links(env: Engine, mailbox: Mailbox) -> None:
+    text = ("讀全文：https://news.example.tw/a?id=1&lang=zh。\n\n"
+            "Source (https://example.com/q?x=\"1\"), <b>not bold</b>")
+    await env.create(NOW, {"type": "message", "text": text}, notify=[EMAIL])
+    await env.settle()
+    [message] = mailbox.messages
+    html = message.get_body(("html",))
+    assert html is not None
+    body = html.get_content()
+    assert ('讀全文：<a href="https://news.example.tw/a?id=1&amp;lang=zh">'
+            'https://news.example.tw/a?id=1&amp;lang=zh</a>。') in body
+    # The quote ends the URL and is escaped: nothing in the text can end the attribute.
+    assert ('Source (<a href="https://example.com/q?x=">https://example.com/q?x=</a>'
+            '&quot;1&quot;), &lt;b&gt;not bold&lt;/b&gt;') in body
+    assert body.count("<a ") == 2
+    plain = message.get_body(("plain",))
+    assert plain is not None
+    assert "https://news.example.tw/a?id=1&lang=zh" in plain.get_content()
+
+
 # --- exactly once ----------------------------------------------------------------------------
 
 
@@ -129,7 +150,8 @@ async def test_a_mail_sent_but_not_recorded_is_sent_again_with_the_same_message_
     key = "email:me@example.com"
     assert await env.rt.store.delivery_claim(DeliveryClaim(
         run_id=run.run_id, channel_key=key, channel="email", target="me@example.com",
-        claim_token="dead-worker", now=env.clock.now(), max_attempts=10))
+        claim_token="dead-worker", now=env.clock.now(), max_attempts=10,
+        stale_at=env.clock.now() + timedelta(minutes=10)))
     job = await env.rt.store.job_get_any(view.job.job_id)
     assert job is not None
     await env.worker.deliverer.email.send(build_message(
@@ -144,6 +166,25 @@ async def test_a_mail_sent_but_not_recorded_is_sent_again_with_the_same_message_
     assert ids[0] == ids[1]  # what lets a mail system drop the second
     delivered = by_channel(await only_run(env, view.job.job_id))[key]
     assert (delivered.status, delivered.attempts) == (DeliveryStatus.DELIVERED, 2)
+
+
+async def test_a_mail_is_recorded_delivered_before_the_session_ends(
+        env: Engine, mailbox: Mailbox) -> None:
+    """The window in which a crash repeats a mail is one write long: the delivery is recorded
+    on the server's answer to DATA, not after QUIT's round trip (docs/delivery.md)."""
+    mailbox.hold_quit = True
+    view = await env.create(NOW, NEWS, notify=[EMAIL])
+    settling = asyncio.ensure_future(env.settle())
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, mailbox.quit_arrived.wait, 30)
+        assert mailbox.quit_arrived.is_set()
+        [run] = await env.rt.store.runs_list(view.job.job_id, 10, None)
+        [mail] = await env.rt.store.deliveries_of([run.run_id])
+        assert (mail.status, mail.attempts) == (DeliveryStatus.DELIVERED, 1)  # QUIT unanswered
+    finally:
+        mailbox.release_quit()
+        await settling
+    assert (await only_run(env, view.job.job_id)).status is RunStatus.SUCCEEDED
 
 
 async def test_a_fenced_attempt_delivers_nothing(env: Engine, mailbox: Mailbox) -> None:
@@ -226,13 +267,16 @@ async def test_a_failing_channel_is_recorded_and_the_run_still_succeeds(
     assert run.error is None
     deliveries = by_channel(run)
     hook = deliveries[f"webhook:{webhook.url}"]
-    assert (hook.status, hook.attempts, hook.sent_at) == (DeliveryStatus.FAILED, 3, None)
+    # 503 is worth retrying: three sends now, then the schedule (tests/delivery/test_retries.py)
+    assert (hook.status, hook.attempts, hook.sent_at) == (DeliveryStatus.RETRYING, 3, None)
+    assert hook.next_attempt_at == env.clock.now() + timedelta(minutes=1)
     assert hook.error is not None
     assert hook.error.startswith("the webhook answered HTTP 503")
     # Every try of one delivery carries the same key: the receiver can tell them apart.
     assert webhook.keys == {delivery_id(run.run_id, f"webhook:{webhook.url}"): 3}
     mail = deliveries["email:me@example.com"]
-    assert (mail.status, mail.attempts) == (DeliveryStatus.FAILED, 1)  # 5xx: not retried
+    assert (mail.status, mail.attempts) == (DeliveryStatus.FAILED, 1)  # 5xx: failed for good
+    assert mail.next_attempt_at is None
     assert mail.error is not None
     assert "550" in mail.error
     assert deliveries["inbox"].status is DeliveryStatus.DELIVERED

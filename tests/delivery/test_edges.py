@@ -14,6 +14,7 @@ import pytest
 
 from onthedot.api.app import create_app
 from onthedot.config import Settings
+from onthedot.delivery.render import linked
 from onthedot.domain.clock import FakeClock
 from onthedot.domain.models import JobParams
 from onthedot.runtime import Runtime, build_store
@@ -94,6 +95,7 @@ async def test_rest_notify_on_the_job_and_deliveries_on_its_runs(
     assert shown == {("inbox", "inbox", "delivered", 1, None),
                      ("email", "me@example.com", "delivered", 1, None)}
     assert all(d["sent_at"] for d in runs[0]["deliveries"])
+    assert all(d["next_attempt_at"] is None for d in runs[0]["deliveries"])  # none pending
     one = (await client.get(f"/v1/runs/{runs[0]['run_id']}")).json()
     assert one["deliveries"] == runs[0]["deliveries"]
     assert mailbox.count() == 1
@@ -354,3 +356,22 @@ async def test_delivery_survives_a_real_server_round_trip(served: LiveServer) ->
 
         [got] = await async_wait_until(item, 15, "an inbox item")
     assert got["job_id"] == job["job_id"]
+
+
+@pytest.mark.parametrize(("text", "html"), [
+    ("see https://x.example/a.", 'see <a href="https://x.example/a">https://x.example/a</a>.'),
+    ("(https://en.wikipedia.org/wiki/Tea_(drink))",
+     '(<a href="https://en.wikipedia.org/wiki/Tea_(drink)">'
+     'https://en.wikipedia.org/wiki/Tea_(drink)</a>)'),
+    ("新聞：https://news.example.tw/a，下一則",
+     '新聞：<a href="https://news.example.tw/a">https://news.example.tw/a</a>，下一則'),
+    ("'https://q.example/?a=1&b=2' & <i>",
+     '&#x27;<a href="https://q.example/?a=1&amp;b=2">https://q.example/?a=1&amp;b=2</a>'
+     '&#x27; &amp; &lt;i&gt;'),
+    ('https://q.example/"onmouseover="x', '<a href="https://q.example/">https://q.example/</a>'
+     '&quot;onmouseover=&quot;x'),
+    ("http:// and javascript:alert(1) and ftp://f.example",
+     "http:// and javascript:alert(1) and ftp://f.example"),
+])
+def test_the_html_part_links_http_urls_and_escapes_the_rest(text: str, html: str) -> None:
+    assert linked(text) == html

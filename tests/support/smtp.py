@@ -2,7 +2,8 @@
 
 ``answer`` decides the reply to DATA (default ``250``); ``hold`` blocks a DATA command until
 ``release()`` after the message was stored, to catch a sender between the server having the
-message and the sender hearing so.
+message and the sender hearing so; ``hold_quit`` holds the answer to QUIT until
+``release_quit()``, to see what the sender did before its session ended.
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ def free_port() -> int:
 class Mailbox:
     answer: Callable[[EmailMessage, int], str] = lambda _m, _n: "250 OK"
     hold: bool = False
+    hold_quit: bool = False  # QUIT is answered only after release_quit()
     messages: list[EmailMessage] = field(default_factory=list)
     envelopes: list[tuple[str, list[str]]] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
+    quit_arrived: threading.Event = field(default_factory=threading.Event)
+    _release_quit: threading.Event = field(default_factory=threading.Event)
     _release: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _controller: Controller | None = None
@@ -54,6 +58,15 @@ class Mailbox:
             self._release.wait(timeout=60)
         return self.answer(message, nth)
 
+    async def handle_QUIT(self, server: Any, session: Any, envelope: Any) -> str:
+        self.quit_arrived.set()
+        if self.hold_quit:
+            self._release_quit.wait(timeout=60)
+        return "221 Bye"
+
+    def release_quit(self) -> None:
+        self._release_quit.set()
+
     def start(self) -> Mailbox:
         self.port = free_port()
         self._controller = Controller(self, hostname="127.0.0.1", port=self.port)
@@ -65,6 +78,7 @@ class Mailbox:
 
     def stop(self) -> None:
         self._release.set()
+        self._release_quit.set()
         if self._controller is not None:
             self._controller.stop()
 

@@ -1,20 +1,29 @@
-"""The Deliverer: sends a succeeded run's output to each of its job's channels, once per
-(run, channel).
+"""The Deliverer: sends a succeeded run's output to each of its job's channels, at least once
+per (run, channel), and retries the failed ones on a schedule.
 
-The worker calls it after the action succeeded and BEFORE it records the run's success: a crash
-in between leaves the run unrecorded, so it is executed again, and this time the channels
-already delivered are skipped. Recording success first would lose the delivery instead.
+The worker calls ``deliver`` after the action succeeded and BEFORE it records the run's success:
+a crash in between leaves the run unrecorded, so it is executed again, and this time the
+channels already delivered are skipped. Recording success first would lose the delivery instead.
 
-Per e-mail or webhook channel, each try is::
+Per e-mail or webhook channel, each send is (the outbox order: record before, send, record
+after)::
 
-    claim (run, channel) in the store ---- refused: DELIVERED already, being sent by the live
-      |                                    attempt of the run, or out of sends -> done
+    claim (run, channel) in the store ---- refused: DELIVERED or FAILED already, being sent
+      |                                    by the live attempt of the run, or out of sends
       v
     send (SMTP / HTTP POST)   <-- a crash here, or before the next line, leaves SENDING: the
-      |                           next execution of the run sends again, with the same
-      v                           Message-ID / Idempotency-Key (docs/delivery.md)
-    record DELIVERED, or FAILED with the error (then up to TRIES_PER_EXECUTION tries, with a
-    doubling pause, while the error is worth retrying)
+      |                           next execution of the run, or the retry sweep once the claim
+      |                           is stale, sends again with the same Message-ID /
+      v                           Idempotency-Key (docs/delivery.md)
+    record DELIVERED the moment the receiver accepted (before SMTP's QUIT, before a webhook's
+    answer body is read); or RETRYING with next_attempt_at when the error is worth retrying and
+    the schedule (RETRY_SCHEDULE_SECONDS) is not used up; else FAILED for good
+
+While the run is executed, a channel is sent up to TRIES_PER_EXECUTION times, with a doubling
+pause, while the error is worth retrying. What is still RETRYING afterwards is the retry sweep's
+(``retry_due``, run by the rescuer): it claims the due deliveries of SUCCEEDED runs, rebuilds
+each message from the run's stored output and the job's channel, sends it once and records the
+outcome. It never touches the run itself.
 
 The inbox channel is not sent here: ``deliver`` returns the run's inbox item and the worker
 records it with the run's success, in one transaction (inbox.py). Nothing here raises into the
@@ -25,9 +34,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import replace
-from typing import Any, TypeVar
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime, timedelta
+from typing import Any, Protocol, TypeVar
 
 from onthedot.actions.signing import WebhookSigner
 from onthedot.config import Settings
@@ -41,8 +52,10 @@ from onthedot.domain.delivery import (
     Delivery,
     DeliveryClaim,
     DeliveryDone,
+    DeliveryRetryClaim,
     DeliveryStatus,
     InboxItem,
+    retry_delay,
 )
 from onthedot.domain.errors import BackendError, DeliveryError
 from onthedot.domain.jsonvalue import storable_text
@@ -54,8 +67,12 @@ log = logging.getLogger("onthedot.delivery")
 
 T = TypeVar("T")
 TRIES_PER_EXECUTION = 3  # sends of one channel while the run is executed once
-MAX_SENDS = 10  # sends of one channel over every execution of the run
+MAX_SENDS = 10  # sends of one channel over every execution of the run (retries come on top)
 RETRY_PAUSE_SECONDS = 1.0  # before the second try; doubles
+# A SENDING claim older than this lost its sender (every send gives up after 30 s per step):
+# once the run succeeded, the retry sweep takes it over and sends again.
+SENDING_STALE_SECONDS = 600.0
+RETRY_BATCH = 50  # deliveries one retry sweep claims and sends (concurrently)
 # A delivery record is retried against a failing store as long as the worker retries the run's
 # result (worker.RECORD_RETRY_SECONDS): giving up earlier would lose the delivery of a run that
 # is then recorded as succeeded.
@@ -63,11 +80,25 @@ STORE_RETRY_SECONDS = 300.0
 STORE_RETRY_FIRST_SECONDS = 0.1  # first pause; doubles up to the next
 STORE_RETRY_MAX_SECONDS = 5.0
 
-Send = Callable[[], Awaitable[None]]
+# One send: the block runs once the receiver accepted (an SMTP server's answer to DATA, a
+# webhook's 2xx status line), before the session ends, so the acceptance is recorded at once.
+Send = Callable[[], AbstractAsyncContextManager[None]]
+JOB_GONE = "the job no longer exists; the delivery is not retried"
+CHANNEL_GONE = "the job no longer lists this channel; the delivery is not retried"
+
+
+class DelivererStore(DeliveryStore, Protocol):
+    """What the deliverer uses of the store: the delivery records, and for a retry the run's
+    stored output and its job's channels."""
+
+    async def runs_get_many(self, run_ids: Sequence[str]) -> dict[str, JobRun]: ...
+
+    async def job_get_any(self, job_id: str) -> Job | None: ...
 
 
 class Deliverer:
-    def __init__(self, store: DeliveryStore, clock: Clock, settings: Settings, http: HttpClient, *,
+    def __init__(self, store: DelivererStore, clock: Clock, settings: Settings,
+                 http: HttpClient, *,
                  metrics: Metrics | None = None,
                  retry_pause_seconds: float = RETRY_PAUSE_SECONDS) -> None:
         self.store = store
@@ -114,53 +145,125 @@ class Deliverer:
             sender = self.smtp.sender if self.smtp is not None else ""
             message = build_message(job=job, run=run, to=str(channel["to"]), text=text,
                                     sender=sender, channel_key=key, now=self.clock.now())
-            return lambda: self.email.send(message)
+            return lambda: self.email.sending(message)
         if channel.get("channel") == "webhook":
             payload = (slack_payload(job, text) if channel.get("format") == "slack"
                        else json_payload(job, run, output, text))
-            return lambda: self.webhook.send(str(channel["url"]), payload, user_id=job.user_id,
-                                             idempotency_key=delivery_id(run.run_id, key))
+            return lambda: self.webhook.sending(str(channel["url"]), payload,
+                                                user_id=job.user_id,
+                                                idempotency_key=delivery_id(run.run_id, key))
         return None
 
     async def _tries(self, run: JobRun, channel: dict[str, Any], token: str,
                      send: Send) -> None:
-        kind = str(channel["channel"])
-        claim = DeliveryClaim(run_id=run.run_id, channel_key=channel_key(channel), channel=kind,
-                              target=channel_target(channel), claim_token=token,
-                              now=self.clock.now(), max_attempts=MAX_SENDS)
         for tried in range(TRIES_PER_EXECUTION):
-            claimed = await self._stored(
-                run, lambda: self.store.delivery_claim(replace(claim, now=self.clock.now())))
+            claimed = await self._stored(run, lambda: self.store.delivery_claim(DeliveryClaim(
+                run_id=run.run_id, channel_key=channel_key(channel),
+                channel=str(channel["channel"]), target=channel_target(channel),
+                claim_token=token, now=self.clock.now(), max_attempts=MAX_SENDS,
+                stale_at=self._stale_at())))
             if claimed is None:
-                return  # delivered already, being sent by the live attempt, or out of sends
-            error = await self._send_once(send, claimed)
-            if error is None:
-                await self._done(claimed, token, DeliveryStatus.DELIVERED, None)
-                return
-            await self._done(claimed, token, DeliveryStatus.FAILED, error.message)
-            log.warning("run %s: delivery to %s failed (send %d): %s", run.run_id,
-                        claimed.target, claimed.attempts, error.message)
-            if not error.retryable or tried + 1 == TRIES_PER_EXECUTION:
-                return
-            await asyncio.sleep(self.retry_pause_seconds * 2 ** tried)
+                return  # delivered or failed already, sent by the live attempt, out of sends
+            last = tried + 1 == TRIES_PER_EXECUTION
+            pause = self.retry_pause_seconds * 2 ** tried
+            status = await self._send_and_record(claimed, send, None if last else pause)
+            if status is not DeliveryStatus.RETRYING or last:
+                return  # what is still RETRYING is the retry sweep's
+            await asyncio.sleep(pause)
 
-    @staticmethod
-    async def _send_once(send: Send, claimed: Delivery) -> DeliveryError | None:
+    # --- the retry sweep ------------------------------------------------------------------
+    async def retry_due(self, limit: int = RETRY_BATCH) -> int:
+        """Claim up to ``limit`` due deliveries of succeeded runs, send each once, record the
+        outcomes; returns how many were claimed. Raises only if the claim fails."""
+        now = self.clock.now()
+        claimed = await self.store.deliveries_retry_claim(DeliveryRetryClaim(
+            claim_token=f"retry-{secrets.token_hex(8)}", now=now, stale_at=self._stale_at(),
+            limit=limit))
+        if not claimed:
+            return 0
+        runs = await self.store.runs_get_many(sorted({d.run_id for d in claimed}))
+        jobs = {job_id: await self.store.job_get_any(job_id)
+                for job_id in sorted({r.job_id for r in runs.values()})}
+        await asyncio.gather(*(self._retry(d, runs.get(d.run_id), jobs) for d in claimed))
+        return len(claimed)
+
+    async def _retry(self, claimed: Delivery, run: JobRun | None,
+                     jobs: dict[str, Job | None]) -> None:
         try:
-            await send()
+            job = None if run is None else jobs.get(run.job_id)
+            if run is None or job is None:
+                await self._done(claimed, DeliveryStatus.FAILED, JOB_GONE)
+                return
+            channel = next((c for c in job.notify if channel_key(c) == claimed.channel_key),
+                           None)
+            send = None if channel is None else self._sender(
+                job, run, run.output, output_text(run.output), channel)
+            if send is None:
+                await self._done(claimed, DeliveryStatus.FAILED, CHANNEL_GONE)
+                return
+            log.info("run %s: retrying the delivery to %s (retry %d)", run.run_id,
+                     claimed.target, claimed.retries)
+            await self._send_and_record(claimed, send)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug or a store that stayed down: the next sweeps go on
+            log.exception("retrying the delivery of run %s to %s failed", claimed.run_id,
+                          claimed.channel_key)
+
+    # --- one send -------------------------------------------------------------------------
+    def _stale_at(self) -> datetime:
+        return self.clock.now() + timedelta(seconds=SENDING_STALE_SECONDS)
+
+    async def _send_and_record(self, claimed: Delivery, send: Send,
+                               soon: float | None = None) -> DeliveryStatus:
+        """Send once under ``claimed`` and record DELIVERED, RETRYING (the error is worth
+        retrying and the schedule goes on: due in ``soon`` seconds when this execution tries
+        again itself, else at the schedule's next step) or FAILED for good; returns what was
+        recorded."""
+        error = await self._send_once(send, claimed)
+        if error is None:
+            return DeliveryStatus.DELIVERED
+        delay = retry_delay(claimed.retries) if error.retryable else None
+        if delay is None:
+            await self._done(claimed, DeliveryStatus.FAILED, error.message)
+            log.warning("run %s: delivery to %s failed for good (send %d): %s",
+                        claimed.run_id, claimed.target, claimed.attempts, error.message)
+            return DeliveryStatus.FAILED
+        next_at = self.clock.now() + timedelta(seconds=delay if soon is None else soon)
+        await self._done(claimed, DeliveryStatus.RETRYING, error.message, next_at)
+        log.warning("run %s: delivery to %s failed (send %d); the next send at %s: %s",
+                    claimed.run_id, claimed.target, claimed.attempts, next_at.isoformat(),
+                    error.message)
+        return DeliveryStatus.RETRYING
+
+    async def _send_once(self, send: Send, claimed: Delivery) -> DeliveryError | None:
+        """Send, and record DELIVERED the moment the receiver accepted: the window in which a
+        crash repeats the send (docs/delivery.md) is that one write. None once recorded; the
+        error when the send failed (nothing recorded yet)."""
+        accepted = False
+        try:
+            async with send():
+                accepted = True
+                await self._done(claimed, DeliveryStatus.DELIVERED, None)
         except DeliveryError as exc:
+            if accepted:
+                raise
             return exc
         except Exception as exc:
+            if accepted:
+                raise  # the send went out; its record failed (the store stayed down)
             log.exception("sending run %s to %s raised", claimed.run_id, claimed.target)
             return DeliveryError(f"{type(exc).__name__}: {exc}", retryable=False)
         return None
 
-    async def _done(self, claimed: Delivery, token: str, status: DeliveryStatus,
-                    error: str | None) -> None:
+    async def _done(self, claimed: Delivery, status: DeliveryStatus, error: str | None,
+                    next_attempt_at: datetime | None = None) -> None:
         # An error may quote what a remote server answered: made storable (domain/jsonvalue).
         done = DeliveryDone(run_id=claimed.run_id, channel_key=claimed.channel_key,
-                            claim_token=token, status=status, now=self.clock.now(),
-                            error=None if error is None else storable_text(error))
+                            claim_token=claimed.claim_token or "", status=status,
+                            now=self.clock.now(),
+                            error=None if error is None else storable_text(error),
+                            next_attempt_at=next_attempt_at)
         if await self._stored(claimed, lambda: self.store.delivery_done(done)):
             self.metrics.deliveries.labels(channel=claimed.channel, status=status.value).inc()
 

@@ -3,11 +3,14 @@
 The mail server is operator configuration (``ONTHEDOT_SMTP_URL``), so it is trusted and
 connected to directly, loopback or private included; recipients' domains are never connected
 to. Every message carries a ``Message-ID`` made from the run id and the channel, so a message
-sent again after a crash has the same id as the first and a mail system can drop it.
+sent again (after a crash, or as a retry) has the same id as the first and a mail system can
+drop it.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
@@ -85,22 +88,46 @@ class EmailChannel:
         self.config = config
 
     async def send(self, message: EmailMessage) -> None:
+        async with self.sending(message):
+            pass
+
+    @contextlib.asynccontextmanager
+    async def sending(self, message: EmailMessage) -> AsyncIterator[None]:
+        """Send ``message``; the block runs once the server accepted it (its answer to DATA),
+        before the session's QUIT, so the caller records the acceptance without waiting for one
+        more round trip. A refusal raises DeliveryError before the block; once the message is
+        accepted, the QUIT's outcome changes nothing."""
         config = self.config
         if config is None:
             raise DeliveryError("e-mail is not configured on this server (ONTHEDOT_SMTP_URL, "
                                 "ONTHEDOT_SMTP_FROM)", retryable=False)
+        client = aiosmtplib.SMTP(
+            hostname=config.host, port=config.port, username=config.username,
+            password=config.password, use_tls=config.use_tls, start_tls=config.start_tls,
+            timeout=SMTP_TIMEOUT_SECONDS)
         try:
-            await aiosmtplib.send(
-                message, hostname=config.host, port=config.port, username=config.username,
-                password=config.password, use_tls=config.use_tls, start_tls=config.start_tls,
-                timeout=SMTP_TIMEOUT_SECONDS)
-        except aiosmtplib.SMTPRecipientsRefused as exc:
-            codes = [r.code for r in exc.recipients] or [0]
-            raise DeliveryError(f"the mail server refused the recipient ({codes[0]})",
-                                retryable=all(400 <= c < 500 for c in codes)) from exc
-        except aiosmtplib.SMTPResponseException as exc:
-            raise DeliveryError(f"the mail server answered {exc.code}: {exc.message[:200]}",
-                                retryable=400 <= exc.code < 500) from exc
-        except (aiosmtplib.SMTPException, OSError) as exc:
-            raise DeliveryError(f"could not reach the mail server: {type(exc).__name__}: "
-                                f"{exc}") from exc
+            try:
+                await client.connect()
+                await client.send_message(message)
+            except aiosmtplib.SMTPRecipientsRefused as exc:
+                codes = [r.code for r in exc.recipients] or [0]
+                raise DeliveryError(f"the mail server refused the recipient ({codes[0]})",
+                                    retryable=all(400 <= c < 500 for c in codes)) from exc
+            except aiosmtplib.SMTPResponseException as exc:
+                raise DeliveryError(f"the mail server answered {exc.code}: {exc.message[:200]}",
+                                    retryable=400 <= exc.code < 500) from exc
+            except (aiosmtplib.SMTPException, OSError) as exc:
+                raise DeliveryError(f"could not reach the mail server: {type(exc).__name__}: "
+                                    f"{exc}") from exc
+            yield
+        finally:
+            await _end(client)
+
+
+async def _end(client: aiosmtplib.SMTP) -> None:
+    """QUIT if the session is still up, else just close the connection."""
+    if client.is_connected:
+        try:
+            await client.quit()
+        except (aiosmtplib.SMTPException, OSError):
+            client.close()

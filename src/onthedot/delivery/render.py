@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 from onthedot.domain.models import Job, JobRun
@@ -16,6 +17,11 @@ from onthedot.domain.models import Job, JobRun
 TEXT_KEYS = ("text", "message", "summary", "digest", "answer", "content")
 MAX_TEXT_CHARS = 50_000  # what one inbox item, e-mail or message carries
 SLACK_MAX_CHARS = 3_000  # Slack truncates long messages; a link to the rest is the user's inbox
+# An http(s) URL in the text: the characters RFC 3986 allows in one but the apostrophe, so it
+# ends at white space, a quote, a bracket of HTML or any non-ASCII letter ("見https://x.tw/a。");
+# punctuation that ends a sentence is not part of it ("see https://x.example/a.").
+_URL = re.compile(r"https?://[A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%]+", re.IGNORECASE)
+_URL_TRAILING = ".,;:!?)]"
 
 
 def wants_delivery(output: Any) -> bool:
@@ -41,11 +47,31 @@ def subject_of(job: Job) -> str:
 
 
 def html_of(job: Job, text: str) -> str:
-    paragraphs = "".join(f"<p>{html.escape(p).replace(chr(10), '<br>')}</p>"
+    """The e-mail's HTML part: the text escaped, paragraphs kept, each http(s) URL a link."""
+    paragraphs = "".join(f"<p>{linked(p).replace(chr(10), '<br>')}</p>"
                          for p in text.split("\n\n") if p.strip())
     return ("<!DOCTYPE html><html><body>"
             f"<h2>{html.escape(subject_of(job))}</h2>{paragraphs}"
             "</body></html>")
+
+
+def linked(text: str) -> str:
+    """``text`` as HTML: escaped, with every http(s) URL in it an ``<a href>`` to itself (the
+    attribute escaped too, so a quote in the text cannot end it)."""
+    parts: list[str] = []
+    at = 0
+    for match in _URL.finditer(text):
+        url = match.group().rstrip(_URL_TRAILING)
+        if url.count("(") > url.count(")") and match.group()[len(url):].startswith(")"):
+            url += ")"  # a balanced parenthesis belongs to the URL (Wikipedia's, say)
+        if len(url) <= len("https://"):
+            continue
+        start = match.start()
+        parts.append(html.escape(text[at:start]))
+        parts.append(f'<a href="{html.escape(url, quote=True)}">{html.escape(url)}</a>')
+        at = start + len(url)
+    parts.append(html.escape(text[at:]))
+    return "".join(parts)
 
 
 def slack_payload(job: Job, text: str) -> dict[str, Any]:

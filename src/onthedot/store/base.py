@@ -23,6 +23,7 @@ from onthedot.domain.delivery import (
     Delivery,
     DeliveryClaim,
     DeliveryDone,
+    DeliveryRetryClaim,
     InboxCursor,
     InboxItem,
     WebhookSecret,
@@ -728,24 +729,35 @@ class LeaseStore(Protocol):
 
 
 class DeliveryStore(Protocol):
-    """Sending a run's output to its channels, at most once per (run, channel).
+    """Sending a run's output to its channels, at least once per (run, channel), with one
+    claim at a time.
 
-    * ``delivery_claim``: a (run, channel) is claimed only by the attempt that holds the run
-      (RUNNING with that lease token), so by one attempt at a time; a DELIVERED one is never
-      claimed again. ``delivery_done`` lands only for the claim's attempt.
+    * ``delivery_claim``: while the run is executed, a (run, channel) is claimed only by the
+      attempt that holds the run (RUNNING with that lease token), so by one attempt at a time.
+    * ``deliveries_retry_claim``: once the run SUCCEEDED, a due retry is claimed by one sweep.
+    * A DELIVERED or FAILED one is never claimed again. ``delivery_done`` lands only for the
+      claim's token.
     * Webhook signing secrets are append-only; the newest ones sign.
     """
 
     async def delivery_claim(self, claim: DeliveryClaim) -> Delivery | None:
         """Take (run, channel) for one send, if the run is RUNNING with ``claim_token`` as its
-        lease token: insert it SENDING, or move a FAILED row (or a SENDING row claimed by an
-        earlier attempt of the run) back to SENDING with attempts + 1 and this claim token.
-        None: the attempt lost the run, the channel was delivered already or is being sent by
-        this attempt, or it is out of attempts."""
+        lease token: insert it SENDING, or move a RETRYING row (or a SENDING row claimed by an
+        earlier attempt of the run) back to SENDING with attempts + 1 and this claim token;
+        next_attempt_at becomes ``claim.stale_at``. None: the attempt lost the run, the channel
+        was delivered already, failed for good, is being sent by this attempt, or is out of
+        attempts."""
         ...
 
     async def delivery_done(self, done: DeliveryDone) -> bool:
-        """SENDING (with this claim token) -> DELIVERED (sent_at = now) or FAILED (error)."""
+        """SENDING (with this claim token) -> DELIVERED (sent_at = now), RETRYING (error,
+        next_attempt_at) or FAILED (error)."""
+        ...
+
+    async def deliveries_retry_claim(self, claim: DeliveryRetryClaim) -> list[Delivery]:
+        """Claim up to ``claim.limit`` due deliveries of SUCCEEDED runs, the earliest due ones
+        (see ``DeliveryRetryClaim``), in no particular order. Two sweeps at the same moment
+        never claim the same one."""
         ...
 
     async def deliveries_of(self, run_ids: list[str]) -> list[Delivery]:

@@ -14,6 +14,7 @@ from onthedot.domain.delivery import (
     Delivery,
     DeliveryClaim,
     DeliveryDone,
+    DeliveryRetryClaim,
     DeliveryStatus,
     InboxItem,
     WebhookSecret,
@@ -24,13 +25,19 @@ from onthedot.store.codec import Row, _as_dt, _need_dt, _output_of, dump_output
 def claim_params(claim: DeliveryClaim) -> dict[str, Any]:
     return {"run_id": claim.run_id, "channel_key": claim.channel_key, "channel": claim.channel,
             "target": claim.target, "claim_token": claim.claim_token, "now": ts(claim.now),
-            "max_attempts": claim.max_attempts}
+            "max_attempts": claim.max_attempts, "stale_at": ts(claim.stale_at)}
+
+
+def retry_claim_params(claim: DeliveryRetryClaim) -> dict[str, Any]:
+    return {"claim_token": claim.claim_token, "now": ts(claim.now),
+            "stale_at": ts(claim.stale_at), "limit": claim.limit}
 
 
 def done_params(done: DeliveryDone) -> dict[str, Any]:
     return {"run_id": done.run_id, "channel_key": done.channel_key,
             "claim_token": done.claim_token, "status": done.status.value, "now": ts(done.now),
-            "error": done.error}
+            "error": done.error,
+            "next_attempt_at": None if done.next_attempt_at is None else ts(done.next_attempt_at)}
 
 
 def delivery_from_row(row: Row) -> Delivery:
@@ -38,7 +45,8 @@ def delivery_from_row(row: Row) -> Delivery:
         run_id=row["run_id"], channel_key=row["channel_key"], channel=row["channel"],
         target=row["target"], status=DeliveryStatus(row["status"]),
         attempts=int(row["attempts"]), updated_at=_need_dt(row["updated_at"]),
-        sent_at=_as_dt(row["sent_at"]), error=row["error"], claim_token=row["claim_token"])
+        sent_at=_as_dt(row["sent_at"]), error=row["error"], claim_token=row["claim_token"],
+        next_attempt_at=_as_dt(row["next_attempt_at"]), retries=int(row["retries"]))
 
 
 def inbox_params(item: InboxItem, claim_token: str) -> dict[str, Any]:

@@ -60,6 +60,7 @@ from onthedot.domain.delivery import (
     Delivery,
     DeliveryClaim,
     DeliveryDone,
+    DeliveryRetryClaim,
     InboxItem,
     WebhookSecret,
 )
@@ -113,6 +114,7 @@ from onthedot.store.delivery_rows import (
     done_params,
     inbox_from_row,
     native_times,
+    retry_claim_params,
     secret_from_row,
     secret_params,
 )
@@ -932,13 +934,18 @@ class PostgresStore(SharedReads):
 
     # --- delivery ------------------------------------------------------------------------
     async def delivery_claim(self, claim: DeliveryClaim) -> Delivery | None:
-        row = await self._one(Q["delivery_claim"], native_times(claim_params(claim),
-                                                                now=claim.now))
+        row = await self._one(Q["delivery_claim"], native_times(
+            claim_params(claim), now=claim.now, stale_at=claim.stale_at))
         return None if row is None else delivery_from_row(row)
 
     async def delivery_done(self, done: DeliveryDone) -> bool:
-        return await self._count(Q["delivery_done"],
-                                 native_times(done_params(done), now=done.now)) == 1
+        return await self._count(Q["delivery_done"], native_times(
+            done_params(done), now=done.now, next_attempt_at=done.next_attempt_at)) == 1
+
+    async def deliveries_retry_claim(self, claim: DeliveryRetryClaim) -> list[Delivery]:
+        rows = await self._all(Q["deliveries_retry_claim"], native_times(
+            retry_claim_params(claim), now=claim.now, stale_at=claim.stale_at))
+        return [delivery_from_row(r) for r in rows]
 
     async def deliveries_of(self, run_ids: list[str]) -> list[Delivery]:
         rows = await self._all(Q["deliveries_of_runs"], {"run_ids": run_ids})

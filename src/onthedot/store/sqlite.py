@@ -24,6 +24,7 @@ from onthedot.domain.delivery import (
     Delivery,
     DeliveryClaim,
     DeliveryDone,
+    DeliveryRetryClaim,
     InboxItem,
     WebhookSecret,
 )
@@ -79,6 +80,7 @@ from onthedot.store.delivery_rows import (
     done_params,
     inbox_from_row,
     inbox_params,
+    retry_claim_params,
     secret_from_row,
     secret_params,
 )
@@ -579,6 +581,12 @@ class SqliteStore(SharedReads):
     async def delivery_done(self, done: DeliveryDone) -> bool:
         params = done_params(done)
         return await self._db.write(lambda c: c.execute(Q["delivery_done"], params).rowcount == 1)
+
+    async def deliveries_retry_claim(self, claim: DeliveryRetryClaim) -> list[Delivery]:
+        params = retry_claim_params(claim)
+        rows = await self._db.write(
+            lambda c: c.execute(Q["deliveries_retry_claim"], params).fetchall())
+        return [delivery_from_row(r) for r in rows]
 
     async def deliveries_of(self, run_ids: list[str]) -> list[Delivery]:
         rows = await self._all(Q["deliveries_of_runs"], {"run_ids": json.dumps(run_ids)})

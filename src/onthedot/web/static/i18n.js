@@ -156,8 +156,10 @@ const MESSAGES = {
   "run.SKIPPED": ["skipped", "已略過", "已跳过"],
   "run.CANCELLED": ["cancelled", "已取消", "已取消"],
   "delivery.delivered": ["delivered", "已送達", "已送达"],
-  "delivery.failed": ["failed", "失敗", "失败"],
+  "delivery.failed": ["failed for good", "已放棄", "已放弃"],
   "delivery.sending": ["sending", "傳送中", "发送中"],
+  "delivery.retrying": ["retrying", "將重試", "将重试"],
+  "delivery.next": ["next try", "下次重試", "下次重试"],
 
   "inbox.title": ["Inbox", "收件匣", "收件箱"],
   "inbox.intro": ["Results delivered to your inbox, unread first.",

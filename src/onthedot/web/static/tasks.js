@@ -441,6 +441,7 @@ export class TasksView {
         h("ul", { class: "deliveries" }, run.deliveries.map((d) => h("li", {},
           `${d.channel === "inbox" ? t("nav.inbox") : `${d.channel} → ${d.target}`}: `,
           h("span", { class: `badge d-${d.status}` }, t(`delivery.${d.status}`)),
+          d.next_attempt_at ? ` ${t("delivery.next")}: ${when(d.next_attempt_at)}` : "",
           d.error ? ` ${d.error}` : "")))] : null);
   }
 }

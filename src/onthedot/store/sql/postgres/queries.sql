@@ -962,20 +962,21 @@ DELETE FROM feed_state WHERE job_id = %(job_id)s
 
 -- name: delivery_claim
 -- Only by the attempt that holds the run (fenced like every write of a run): a new (run,
--- channel), a FAILED one, or a SENDING one whose attempt lost the run; never a DELIVERED one,
--- never past max_attempts sends.
+-- channel), a RETRYING one, or a SENDING one whose attempt lost the run; never a DELIVERED or
+-- FAILED one, never past max_attempts sends. The last error stays until the outcome.
 INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
-                        updated_at)
+                        updated_at, next_attempt_at)
 SELECT %(run_id)s::text, %(channel_key)s::text, %(channel)s::text, %(target)s::text,
-       'sending', 1, %(claim_token)s::text, %(now)s::timestamptz
+       'sending', 1, %(claim_token)s::text, %(now)s::timestamptz, %(stale_at)s::timestamptz
 WHERE EXISTS (SELECT 1 FROM job_runs
               WHERE run_id = %(run_id)s::text AND status = 'RUNNING'
                 AND lease_token = %(claim_token)s::text)
 ON CONFLICT (run_id, channel_key) DO UPDATE
 SET status = 'sending', attempts = deliveries.attempts + 1,
-    claim_token = excluded.claim_token, error = NULL, updated_at = excluded.updated_at
+    claim_token = excluded.claim_token, updated_at = excluded.updated_at,
+    next_attempt_at = excluded.next_attempt_at
 WHERE deliveries.attempts < %(max_attempts)s
-  AND (deliveries.status = 'failed'
+  AND (deliveries.status = 'retrying'
        OR (deliveries.status = 'sending'
            AND deliveries.claim_token IS DISTINCT FROM excluded.claim_token))
 RETURNING *
@@ -983,9 +984,30 @@ RETURNING *
 -- name: delivery_done
 UPDATE deliveries
 SET status = %(status)s, error = %(error)s, updated_at = %(now)s,
+    next_attempt_at = %(next_attempt_at)s::timestamptz,
     sent_at = CASE WHEN %(status)s = 'delivered' THEN %(now)s ELSE sent_at END
 WHERE run_id = %(run_id)s AND channel_key = %(channel_key)s AND status = 'sending'
   AND claim_token = %(claim_token)s
+
+-- name: deliveries_retry_claim
+-- The retry sweep: due deliveries of SUCCEEDED runs (a RETRYING one whose time came, a SENDING
+-- one whose sender died mid-send) become SENDING under the sweep's token. The rows are locked
+-- and skipped when locked, and a row changed meanwhile is read again (READ COMMITTED): no longer
+-- due, it is not taken, so two sweeps never take the same row.
+WITH due AS (
+    SELECT d.run_id, d.channel_key FROM deliveries AS d
+    WHERE d.status IN ('retrying', 'sending') AND d.next_attempt_at <= %(now)s
+      AND EXISTS (SELECT 1 FROM job_runs AS r
+                  WHERE r.run_id = d.run_id AND r.status = 'SUCCEEDED')
+    ORDER BY d.next_attempt_at LIMIT %(limit)s
+    FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE deliveries AS d
+SET status = 'sending', attempts = d.attempts + 1, retries = d.retries + 1,
+    claim_token = %(claim_token)s, updated_at = %(now)s, next_attempt_at = %(stale_at)s
+FROM due
+WHERE d.run_id = due.run_id AND d.channel_key = due.channel_key
+RETURNING d.*
 
 -- name: deliveries_of_runs
 SELECT * FROM deliveries

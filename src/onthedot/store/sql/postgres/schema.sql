@@ -181,20 +181,27 @@ CREATE TABLE feed_state (
 -- One row per (run, channel): a channel DELIVERED for a run is never sent again, however often
 -- the run is executed.
 CREATE TABLE deliveries (
-    run_id      text COLLATE "C" NOT NULL,
-    channel_key text NOT NULL,                      -- "inbox", "email:<address>", "webhook:<url>"
-    channel     text NOT NULL CHECK (channel IN ('inbox', 'email', 'webhook')),
-    target      text NOT NULL,                      -- what the user sees: address, URL, "inbox"
-    status      text NOT NULL CHECK (status IN ('sending', 'delivered', 'failed')),
-    attempts    integer NOT NULL CHECK (attempts >= 0),
-    claim_token text,                               -- the run attempt that claimed it last
-    sent_at     timestamptz,
-    error       text,
-    updated_at  timestamptz NOT NULL,
+    run_id          text COLLATE "C" NOT NULL,
+    channel_key     text NOT NULL,                  -- "inbox", "email:<address>", "webhook:<url>"
+    channel         text NOT NULL CHECK (channel IN ('inbox', 'email', 'webhook')),
+    target          text NOT NULL,                  -- what the user sees: address, URL, "inbox"
+    status          text NOT NULL
+                    CHECK (status IN ('sending', 'delivered', 'retrying', 'failed')),
+    attempts        integer NOT NULL CHECK (attempts >= 0),
+    claim_token     text,                           -- the attempt or retry sweep that claimed it
+    sent_at         timestamptz,
+    error           text,                           -- the last failed send's
+    updated_at      timestamptz NOT NULL,
+    next_attempt_at timestamptz,                    -- retrying: due; sending: the claim is lost
+    retries         integer NOT NULL DEFAULT 0 CHECK (retries >= 0),  -- scheduled retries so far
     PRIMARY KEY (run_id, channel_key),
-    CONSTRAINT deliveries_delivered_has_time CHECK (status <> 'delivered' OR sent_at IS NOT NULL)
+    CONSTRAINT deliveries_delivered_has_time CHECK (status <> 'delivered' OR sent_at IS NOT NULL),
+    CONSTRAINT deliveries_pending_has_time
+        CHECK (status NOT IN ('retrying', 'sending') OR next_attempt_at IS NOT NULL)
 );
 CREATE INDEX deliveries_updated ON deliveries (updated_at);
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at)
+    WHERE status IN ('retrying', 'sending');
 
 -- The inbox channel: one item per run, by construction.
 CREATE TABLE inbox (

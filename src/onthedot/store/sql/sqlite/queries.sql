@@ -595,27 +595,43 @@ DELETE FROM feed_state WHERE job_id = :job_id
 
 -- name: delivery_claim
 -- Only by the attempt that holds the run (fenced like every write of a run): a new (run,
--- channel), a FAILED one, or a SENDING one whose attempt lost the run; never a DELIVERED one,
--- never past :max_attempts sends.
+-- channel), a RETRYING one, or a SENDING one whose attempt lost the run; never a DELIVERED or
+-- FAILED one, never past :max_attempts sends. The last error stays until the outcome.
 INSERT INTO deliveries (run_id, channel_key, channel, target, status, attempts, claim_token,
-                        updated_at)
-SELECT :run_id, :channel_key, :channel, :target, 'sending', 1, :claim_token, :now
+                        updated_at, next_attempt_at)
+SELECT :run_id, :channel_key, :channel, :target, 'sending', 1, :claim_token, :now, :stale_at
 WHERE EXISTS (SELECT 1 FROM job_runs
               WHERE run_id = :run_id AND status = 'RUNNING' AND lease_token = :claim_token)
 ON CONFLICT (run_id, channel_key) DO UPDATE
 SET status = 'sending', attempts = deliveries.attempts + 1,
-    claim_token = excluded.claim_token, error = NULL, updated_at = excluded.updated_at
+    claim_token = excluded.claim_token, updated_at = excluded.updated_at,
+    next_attempt_at = excluded.next_attempt_at
 WHERE deliveries.attempts < :max_attempts
-  AND (deliveries.status = 'failed'
+  AND (deliveries.status = 'retrying'
        OR (deliveries.status = 'sending' AND deliveries.claim_token IS NOT excluded.claim_token))
 RETURNING *
 
 -- name: delivery_done
 UPDATE deliveries
-SET status = :status, error = :error, updated_at = :now,
+SET status = :status, error = :error, updated_at = :now, next_attempt_at = :next_attempt_at,
     sent_at = CASE WHEN :status = 'delivered' THEN :now ELSE sent_at END
 WHERE run_id = :run_id AND channel_key = :channel_key AND status = 'sending'
   AND claim_token = :claim_token
+
+-- name: deliveries_retry_claim
+-- The retry sweep: due deliveries of SUCCEEDED runs (a RETRYING one whose time came, a SENDING
+-- one whose sender died mid-send) become SENDING under the sweep's token. One statement on the
+-- one writer: two sweeps never take the same row.
+UPDATE deliveries
+SET status = 'sending', attempts = attempts + 1, retries = retries + 1,
+    claim_token = :claim_token, updated_at = :now, next_attempt_at = :stale_at
+WHERE (run_id, channel_key) IN (
+    SELECT d.run_id, d.channel_key FROM deliveries AS d
+    WHERE d.status IN ('retrying', 'sending') AND d.next_attempt_at <= :now
+      AND EXISTS (SELECT 1 FROM job_runs AS r
+                  WHERE r.run_id = d.run_id AND r.status = 'SUCCEEDED')
+    ORDER BY d.next_attempt_at LIMIT :limit)
+RETURNING *
 
 -- name: deliveries_of_runs
 SELECT * FROM deliveries

@@ -145,20 +145,26 @@ CREATE TABLE feed_state (
 -- One row per (run, channel): a channel DELIVERED for a run is never sent again, however often
 -- the run is executed.
 CREATE TABLE deliveries (
-    run_id      TEXT NOT NULL,
-    channel_key TEXT NOT NULL,                      -- "inbox", "email:<address>", "webhook:<url>"
-    channel     TEXT NOT NULL CHECK (channel IN ('inbox', 'email', 'webhook')),
-    target      TEXT NOT NULL,                      -- what the user sees: address, URL, "inbox"
-    status      TEXT NOT NULL CHECK (status IN ('sending', 'delivered', 'failed')),
-    attempts    INTEGER NOT NULL CHECK (attempts >= 0),
-    claim_token TEXT,                               -- the run attempt that claimed it last
-    sent_at     TEXT,
-    error       TEXT,
-    updated_at  TEXT NOT NULL,
+    run_id          TEXT NOT NULL,
+    channel_key     TEXT NOT NULL,                  -- "inbox", "email:<address>", "webhook:<url>"
+    channel         TEXT NOT NULL CHECK (channel IN ('inbox', 'email', 'webhook')),
+    target          TEXT NOT NULL,                  -- what the user sees: address, URL, "inbox"
+    status          TEXT NOT NULL
+                    CHECK (status IN ('sending', 'delivered', 'retrying', 'failed')),
+    attempts        INTEGER NOT NULL CHECK (attempts >= 0),
+    claim_token     TEXT,                           -- the attempt or retry sweep that claimed it
+    sent_at         TEXT,
+    error           TEXT,                           -- the last failed send's
+    updated_at      TEXT NOT NULL,
+    next_attempt_at TEXT,                           -- retrying: due; sending: the claim is lost
+    retries         INTEGER NOT NULL DEFAULT 0 CHECK (retries >= 0),  -- scheduled retries so far
     PRIMARY KEY (run_id, channel_key),
-    CHECK (status <> 'delivered' OR sent_at IS NOT NULL)
+    CHECK (status <> 'delivered' OR sent_at IS NOT NULL),
+    CHECK (status NOT IN ('retrying', 'sending') OR next_attempt_at IS NOT NULL)
 );
 CREATE INDEX deliveries_updated ON deliveries (updated_at);
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at)
+    WHERE status IN ('retrying', 'sending');
 
 -- The inbox channel: one item per run, by construction.
 CREATE TABLE inbox (

@@ -72,7 +72,7 @@ async def test_the_model_writes_the_digest_from_the_new_items(
     assert run.status is RunStatus.SUCCEEDED, run.error
     # The model's text, then the unreadable feed in the offline digest's own words.
     host = urlsplit(feeds.url("/")).netloc
-    assert run.output["digest"] == f"{SUMMARY}\n\n有 1 個來源無法讀取：{host}（HTTP 404）。"
+    assert run.output["digest"] == f"{SUMMARY}\n\n有 1 個來源無法讀取：{host}/gone（HTTP 404）。"
     assert run.output["written_by"] == "model"
     assert run.output["model"] == "test-model"
     assert "model_error" not in run.output

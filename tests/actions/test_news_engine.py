@@ -30,7 +30,8 @@ DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
 FIRST = datetime(2026, 6, 22, 8, 0, tzinfo=UTC)  # 08:00 UTC, START's day
 DAILY = JobParams(type="recurring", schedule="0 8 * * *", timezone="UTC")
-OUTPUT_KEYS = {"digest", "written_by", "items", "new_items", "problems", "language", "deliver"}
+OUTPUT_KEYS = {"digest", "written_by", "items", "new_items", "more_items", "more", "problems",
+               "language", "deliver"}
 
 EngineFactory = Callable[..., Awaitable[Engine]]
 
@@ -130,7 +131,13 @@ async def test_first_run_digests_the_newest_then_only_what_is_new(
         "Tech Wire",
         "- 06-22 06:30 tech 0 (Tech Wire) https://tech.example/tech/0",
         "- 06-22 05:30 tech 1 (Tech Wire) https://tech.example/tech/1",
+        "",
+        "And 6 more: tech 2 (Tech Wire); biz 3 (Daily Biz); biz 4 (Daily Biz); "
+        "biz 5 (Daily Biz); biz 6 (Daily Biz); biz 7 (Daily Biz).",
     ])
+    assert first.output["more_items"] == 6
+    assert [i["title"] for i in first.output["more"]] == [
+        "tech 2", "biz 3", "biz 4", "biz 5", "biz 6", "biz 7"]
 
     # During the day: two stories after the first digest, on one feed.
     fresh = [Entry("rates decision", "https://biz.example/rates", FIRST + 4 * HOUR),
@@ -140,8 +147,10 @@ async def test_first_run_digests_the_newest_then_only_what_is_new(
     second = await run_on(engine, job_id, 1)
 
     assert second.status is RunStatus.SUCCEEDED, second.error
+    # The six past max_items are not carried over: they were named, and count as seen.
     assert titles(second) == ["closing bell", "rates decision"]
     assert second.output["new_items"] == 2
+    assert second.output["more_items"] == 0
     assert second.output["deliver"] is True
     assert second.output["digest"].startswith("Finance news: 2 new items from 1 source.\n")
 
@@ -150,7 +159,8 @@ async def test_first_run_digests_the_newest_then_only_what_is_new(
     assert third.status is RunStatus.SUCCEEDED, third.error
     assert third.output == {"digest": "No new finance news since the last digest.",
                             "written_by": "offline", "items": [], "new_items": 0,
-                            "problems": [], "language": "en", "deliver": False}
+                            "more_items": 0, "more": [], "problems": [], "language": "en",
+                            "deliver": False}
 
 
 async def test_a_chinese_task_gets_a_chinese_digest(make_engine: EngineFactory,
@@ -255,9 +265,10 @@ async def test_dead_malformed_slow_and_huge_feeds_are_listed_while_the_others_co
     assert problems[slow] == "no complete answer within 1s"
     assert problems[broken].startswith("not well-formed XML")
     host = server.url("/").split("/")[2]
+    # Never read before: each named by its address, path included.
     assert run.output["digest"].endswith(
-        f"Could not read 4 feeds: {host} (malformed); {host} (HTTP 503); {host} (timed out); "
-        "127.0.0.1:9 (unreachable).")
+        f"Could not read 4 feeds: {host}/broken.xml (malformed); {host}/down.xml (HTTP 503); "
+        f"{host}/slow.xml (timed out); 127.0.0.1:9/feed.xml (unreachable).")
     cut = await the_run(engine, huge_job, 0)
     assert cut.status is RunStatus.SUCCEEDED, cut.error
     assert titles(cut) == ["good 0", "good 1"]

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Literal, Protocol
-from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from onthedot.actions.catalog import TOPIC_NAMES, Topic
@@ -32,6 +31,7 @@ class DigestRequest:
     # For a writer that calls out: the run's idempotency key, and how long it may take.
     idempotency_key: str | None = None
     time_budget_seconds: float | None = None
+    more: Sequence[NewsItem] = ()  # new items past max_items: named, not digested
 
 
 WrittenBy = Literal["model", "offline"]
@@ -83,6 +83,12 @@ _PROBLEM_WORDS: dict[str, dict[Language, str]] = {
                 "zh-Hans": "地址不允许连接"},
     "unreachable": {"en": "unreachable", "zh-Hant": "無法連線", "zh-Hans": "无法连接"},
 }
+_MORE = {
+    "en": "And {n} more: {list}.",
+    "zh-Hant": "另有 {n} 則：{list}。",
+    "zh-Hans": "另有 {n} 条：{list}。",
+}
+MORE_LISTED = 20  # headlines named in the "and N more" sentence; past that, "…"
 _SEPARATOR = {"en": "; ", "zh-Hant": "；", "zh-Hans": "；"}
 _TIME_FORMAT = "%m-%d %H:%M"
 
@@ -108,10 +114,27 @@ def render_offline(request: DigestRequest) -> str:
     else:
         sentences = _NOTHING_FOUND if request.first else _NOTHING_NEW
         lines.append(sentences[language].format(topic=topic))
-    note = unreadable_note(request)
-    if note is not None:
-        lines += ["", note]
-    return "\n".join(lines)
+    return "\n\n".join(["\n".join(lines), *closing_notes(request)])
+
+
+def closing_notes(request: DigestRequest) -> list[str]:
+    """The sentences every digest ends with, whoever wrote the rest: the new items past
+    max_items ("and N more"), then the feeds that could not be read."""
+    notes = [more_note(request), unreadable_note(request)]
+    return [note for note in notes if note is not None]
+
+
+def more_note(request: DigestRequest) -> str | None:
+    """One sentence naming the new items past max_items (at most MORE_LISTED), or None."""
+    if not request.more:
+        return None
+    language = request.language
+    named = [f"{i.title} ({i.source})" if language == "en" else f"{i.title}（{i.source}）"
+             for i in request.more[:MORE_LISTED]]
+    if len(request.more) > MORE_LISTED:
+        named.append("…")
+    return _MORE[language].format(n=len(request.more),
+                                  list=_SEPARATOR[language].join(named))
 
 
 def unreadable_note(request: DigestRequest) -> str | None:
@@ -159,8 +182,8 @@ def _line(item: NewsItem, language: Language, zone: tzinfo) -> str:
 
 def _unreadable(language: Language, problems: Sequence[FeedProblem]) -> str:
     listed = _SEPARATOR[language].join(
-        f"{_host(p.url)} ({_problem_words(p, language)})" if language == "en"
-        else f"{_host(p.url)}（{_problem_words(p, language)}）" for p in problems)
+        f"{p.label} ({_problem_words(p, language)})" if language == "en"
+        else f"{p.label}（{_problem_words(p, language)}）" for p in problems)
     return _UNREADABLE[language].format(n=len(problems), list=listed,
                                         feeds="feed" if len(problems) == 1 else "feeds")
 
@@ -168,10 +191,6 @@ def _unreadable(language: Language, problems: Sequence[FeedProblem]) -> str:
 def _problem_words(problem: FeedProblem, language: Language) -> str:
     words = _PROBLEM_WORDS.get(problem.kind)
     return problem.reason if words is None else words[language]
-
-
-def _host(url: str) -> str:
-    return urlsplit(url).netloc or url
 
 
 def zone_of(name: str) -> tzinfo:

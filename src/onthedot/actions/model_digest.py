@@ -2,8 +2,9 @@
 
 One call, no tools: the new items go in the request (title, source, local time, link) and the
 model is asked for a short summary that keeps each item's link and adds nothing that is not in
-the items. The feeds that could not be read are named after the model's text, in the same words
-as the offline digest, so that part never depends on the model.
+the items. The new items past max_items ("and N more") and the feeds that could not be read
+are named after the model's text, in the same words as the offline digest, so that part never
+depends on the model.
 
     no new items ---------------------------------------> offline ("nothing new"), no call
     model fails (down, 4xx, 5xx, timeout) or says nothing -> offline digest, and why
@@ -23,9 +24,9 @@ from typing import Any
 from onthedot.actions.digest import (
     Digest,
     DigestRequest,
+    closing_notes,
     render_offline,
     topic_words,
-    unreadable_note,
     zone_of,
 )
 from onthedot.actions.model import LANGUAGE_NAMES, ModelEndpoint
@@ -58,8 +59,7 @@ class ModelDigest:
             return _fallback(request, exc.message)
         if not completion.content:
             return _fallback(request, "the model answered with no text")
-        note = unreadable_note(request)
-        text = completion.content if note is None else f"{completion.content}\n\n{note}"
+        text = "\n\n".join([completion.content, *closing_notes(request)])
         return Digest(text, "model", model=model.model)
 
 

@@ -12,7 +12,8 @@ One attempt::
     until another run succeeds)
     digest <- the DigestWriter: the model's summary when a model is configured (the offline
               digest when it fails or answers nothing), else grouped headlines
-    output {"digest", "written_by", "items", "new_items", "problems", "language", "deliver"}
+    output {"digest", "written_by", "items", "new_items", "more_items", "more", "problems",
+            "language", "deliver"}
               (+ "model" when the model wrote it, "model_error" when it failed)
 
 ``deliver`` is False when nothing is new and the job did not set ``deliver_empty``: the
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from onthedot.actions.base import ActionContext
+from onthedot.actions.cache import BoundedDict
 from onthedot.actions.catalog import (
     LANGUAGES,
     MAX_FEEDS,
@@ -57,6 +59,8 @@ LANGUAGES_EXPECTED = "en | zh-Hant | zh-Hans"
 FEED_TIMEOUT_SHARE = 0.5
 MODEL_TIMEOUT_SHARE = 0.4
 MAX_ERROR_CHARS = 1000  # of the feeds' reasons in a failed attempt's error
+MORE_IN_OUTPUT = 50  # items past max_items listed in the output's "more" (all are counted)
+FEED_TITLES_KEPT = 10_000  # feed titles remembered by URL, to name a feed that fails
 
 
 class NewsDigestAction:
@@ -69,6 +73,9 @@ class NewsDigestAction:
         self.guard = guard
         self.catalog = catalog or FeedCatalog.shipped()
         self.writer: DigestWriter = writer or OfflineDigest()
+        # Each feed's title by URL, learnt from every job's reads in this process: a feed that
+        # fails is named by it rather than by its address.
+        self.feed_titles: BoundedDict[str, str] = BoundedDict(FEED_TITLES_KEPT)
 
     # --- at creation ---------------------------------------------------------------------
     def validate(self, params: dict[str, Any]) -> None:
@@ -134,12 +141,13 @@ class NewsDigestAction:
             since=None if previous is None else previous.started_at or previous.scheduled_at,
             limits=_limits(params, ctx), states=await _remembered(ctx),
             now=ctx.run.started_at or datetime.now(UTC), guard=self.guard,
-            catalog=self.catalog)
+            catalog=self.catalog, titles=self.feed_titles)
         if result.all_failed:
             raise _every_feed_failed(result)
         await _remember(ctx, result)
         digest = await self.writer.write(DigestRequest(
             topic=topic, language=language, items=result.items, problems=result.problems,
+            more=result.more,
             timezone=ctx.job.params.timezone, first=previous is None,
             idempotency_key=ctx.idempotency_key,
             time_budget_seconds=ctx.timeout_seconds * MODEL_TIMEOUT_SHARE))
@@ -148,6 +156,8 @@ class NewsDigestAction:
             "written_by": digest.written_by,
             "items": [item.to_dict() for item in result.items],
             "new_items": len(result.items),
+            "more_items": len(result.more),
+            "more": [item.to_dict() for item in result.more[:MORE_IN_OUTPUT]],
             "problems": [problem.to_dict() for problem in result.problems],
             "language": language,
             "deliver": bool(result.items) or params.get("deliver_empty") is True,

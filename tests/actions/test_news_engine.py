@@ -120,17 +120,25 @@ async def test_first_run_digests_the_newest_then_only_what_is_new(
     assert first.output["written_by"] == "offline"  # no model configured
     assert first.output["language"] == "en"
     assert first.output["problems"] == []
+    # No article page could be read (the links lead nowhere), so each story is its title and
+    # its source; single-source stories come newest first.
     assert first.output["digest"] == "\n".join([
         "Finance news: 5 new items from 2 sources.",
         "",
-        "Daily Biz",
-        "- 06-22 07:00 biz 0 (Daily Biz) https://biz.example/biz/0",
-        "- 06-22 06:00 biz 1 (Daily Biz) https://biz.example/biz/1",
-        "- 06-22 05:00 biz 2 (Daily Biz) https://biz.example/biz/2",
+        "1. biz 0",
+        "Daily Biz 06-22 07:00 https://biz.example/biz/0",
         "",
-        "Tech Wire",
-        "- 06-22 06:30 tech 0 (Tech Wire) https://tech.example/tech/0",
-        "- 06-22 05:30 tech 1 (Tech Wire) https://tech.example/tech/1",
+        "2. tech 0",
+        "Tech Wire 06-22 06:30 https://tech.example/tech/0",
+        "",
+        "3. biz 1",
+        "Daily Biz 06-22 06:00 https://biz.example/biz/1",
+        "",
+        "4. tech 1",
+        "Tech Wire 06-22 05:30 https://tech.example/tech/1",
+        "",
+        "5. biz 2",
+        "Daily Biz 06-22 05:00 https://biz.example/biz/2",
         "",
         "And 6 more: tech 2 (Tech Wire); biz 3 (Daily Biz); biz 4 (Daily Biz); "
         "biz 5 (Daily Biz); biz 6 (Daily Biz); biz 7 (Daily Biz).",
@@ -183,12 +191,14 @@ async def test_a_chinese_task_gets_a_chinese_digest(make_engine: EngineFactory,
     assert first.output["digest"] == "\n".join([
         "財經新聞：2 個來源共 3 則新消息。",
         "",
-        "中央社財經",
-        "- 06-22 07:00 台積電法說會釋利多（中央社財經） https://tw.example/1",
-        "- 06-22 06:00 新台幣升值（中央社財經） https://tw.example/2",
+        "1. 台積電法說會釋利多",
+        "中央社財經 06-22 07:00 https://tw.example/1",
         "",
-        "财经快讯",
-        "- 06-22 05:00 人民币汇率持稳（财经快讯） https://cn.example/1",
+        "2. 新台幣升值",
+        "中央社財經 06-22 06:00 https://tw.example/2",
+        "",
+        "3. 人民币汇率持稳",
+        "财经快讯 06-22 05:00 https://cn.example/1",
     ])
 
     second = await run_on(engine, job_id, 1)

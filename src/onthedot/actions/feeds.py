@@ -293,9 +293,11 @@ def _site_name(link: object, url: str) -> str:
 
 
 def _is_xml_error(exc: object) -> bool:
-    # Encoding overrides (a charset the server got wrong) are feedparser's bozo too, but the
-    # document itself was fine.
-    return not isinstance(exc, feedparser.CharacterEncodingOverride)
+    # Encoding overrides (a charset the server got wrong) and a content type that is not XML
+    # (a web page at the feed's address: judged "not a feed" instead) are feedparser's bozo
+    # too, but say nothing about the document's XML.
+    return not isinstance(exc, (feedparser.CharacterEncodingOverride,
+                                feedparser.NonXMLContentType))
 
 
 def _item(entry: Any, source: str, feed_url: str) -> NewsItem | None:

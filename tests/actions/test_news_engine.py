@@ -23,7 +23,7 @@ from onthedot.domain.errors import ActionError
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, RunStatus
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
-from tests.actions.newsfeeds import ATOM_TYPE, Entry, FeedServer, atom, rss
+from tests.actions.newsfeeds import ATOM_TYPE, HTML_TYPE, Entry, FeedServer, atom, page, rss
 from tests.engine.conftest import START, Engine
 
 DAY = timedelta(days=1)
@@ -204,6 +204,47 @@ async def test_a_chinese_task_gets_a_chinese_digest(make_engine: EngineFactory,
     second = await run_on(engine, job_id, 1)
     assert second.output["digest"] == "自上次摘要以來沒有新的財經新聞。"
     assert second.output["deliver"] is False
+
+
+async def test_the_offline_digest_summarises_the_articles_and_merges_the_same_story(
+        make_engine: EngineFactory, server: FeedServer) -> None:
+    engine = await make_engine()
+    chip = ["晶準半導體今天公布第二季財報，單季營收達新台幣 1,280 億元，較去年同期成長 31%。",
+            "董事長陳志遠表示，人工智慧伺服器晶片需求強勁，全年營收成長目標上調至 25%。",
+            "晶準半導體股價今天收在 845 元，上漲 2.4%。"]
+    wire = ["受惠人工智慧晶片需求，晶準半導體第二季營收新台幣 1,280 億元，年增 31%。",
+            "晶準並計畫在高雄設立新的先進封裝廠，預計 2028 年開始量產。"]
+    rates = ["中央銀行今天召開理監事會，決議重貼現率維持在 2% 不變，符合市場預期。"]
+    for path, title, text in (("/chip.html", "晶準半導體上調全年展望", chip),
+                              ("/wire-chip.html", "AI 需求帶動 晶準營收年增三成", wire),
+                              ("/rates.html", "央行利率維持不變", rates)):
+        server.feed(path, page(title, text, "zh-Hant"), content_type=HTML_TYPE)
+    times = server.feed("/times.xml", rss("台灣財經時報", [
+        Entry("晶準半導體上調全年展望", server.url("/chip.html"), FIRST - 3 * HOUR),
+        Entry("央行利率維持不變", server.url("/rates.html"), FIRST - HOUR)]))
+    wire_feed = server.feed("/wire.xml", rss("中央快訊網", [
+        Entry("AI 需求帶動 晶準營收年增三成", server.url("/wire-chip.html"), FIRST - 2 * HOUR)]))
+    job_id = await daily_digest(engine, name="每天早上八點幫我總結財經新聞", topic="財經",
+                                feeds=[times, wire_feed])
+
+    run = await run_on(engine, job_id, 0)
+
+    assert run.status is RunStatus.SUCCEEDED, run.error
+    head, first, second = run.output["digest"].split("\n\n")
+    assert head == "財經新聞：2 個來源共 3 則新消息。"
+    # The story two outlets carry comes first, told once, with both outlets and links.
+    title, summary, sources = first.split("\n")
+    assert title == "1. AI 需求帶動 晶準營收年增三成"
+    for fact in ("1,280 億元", "31%", "陳志遠"):
+        assert fact in summary
+    assert summary.count("1,280 億元") == 1  # the same sentence is not told twice
+    assert sources == (f"中央快訊網 06-22 06:00 {server.url('/wire-chip.html')}；"
+                       f"台灣財經時報 06-22 05:00 {server.url('/chip.html')}")
+    assert second == "\n".join(["2. 央行利率維持不變", rates[0],
+                                f"台灣財經時報 06-22 07:00 {server.url('/rates.html')}"])
+    # Every page was read once.
+    for path in ("/chip.html", "/wire-chip.html", "/rates.html"):
+        assert len(server.requests_to(path)) == 1
 
 
 async def test_nothing_new_is_delivered_when_the_job_asks_for_it(

@@ -12,7 +12,8 @@ articles to summarise each (extractive: the sentences are the articles' own, nev
       v
     sentences: every sentence of the story's articles (else of its feeds' descriptions),
                scored by how central its words are to the story, how much of the title it
-               covers, how early it comes and whether it carries numbers; the best taken,
+               covers, how early it comes and whether it carries facts (numbers; capitalised
+               names in Latin script); the best taken,
                skipping near-repeats, within SUMMARY_WIDTH; shown in reading order
 
 Words: Chinese runs are segmented with jieba (Traditional and Simplified alike); other text
@@ -47,7 +48,8 @@ SUMMARY_WIDTH = 420
 CJK_WIDTH = 2.5
 MIN_SENTENCE_CHARS = 12  # shorter lines are captions, datelines, buttons
 # Weights of a sentence's score (each part scaled to 0..1).
-W_CENTRAL, W_TITLE, W_EARLY, W_NUMBERS = 0.4, 0.25, 0.25, 0.1
+W_CENTRAL, W_TITLE, W_EARLY, W_FACTS = 0.35, 0.25, 0.25, 0.15
+FACTS_FULL = 3  # numbers and names in a sentence that earn the whole W_FACTS
 
 _EN_STOP_WORDS = """a about after against all also an and any are as at be been before being
 both but by can could did do does during each few for from had has have he her his how i if in
@@ -69,6 +71,9 @@ _ZH_END = re.compile(r"(?<=[。！？；])(?![”」』])|(?<=[。！？][”」
 _EN_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“])|(?<=[.!?][\"”])\s+")
 _PROSE_END = re.compile(r"[。！？.!?\"”」』]$")
 _CJK = re.compile(r"[\u3400-\u9fff]")
+# A capitalised word after the first of a sentence: a name, in Latin script (Chinese names
+# are not told apart; numbers are, in every script).
+_NAME = re.compile(r"(?<=\s)[A-Z][a-z]+")
 _NEVER = datetime.min.replace(tzinfo=UTC)
 
 _jieba_lock = threading.Lock()
@@ -230,9 +235,9 @@ def _score(candidate: _Candidate, story_words: Counter[str], title_words: set[st
     central = sum(story_words[w] for w in own) / (top * math.sqrt(len(own)))
     title = len(own & title_words) / len(title_words) if title_words else 0.0
     early = 1.0 / (1 + candidate.position)
-    numbers = min(1.0, sum(1 for w in own if w[:1].isdigit()) / 2)
+    facts = sum(1 for w in own if w[:1].isdigit()) + len(_NAME.findall(candidate.text))
     return (W_CENTRAL * min(1.0, central) + W_TITLE * title + W_EARLY * early
-            + W_NUMBERS * numbers)
+            + W_FACTS * min(1.0, facts / FACTS_FULL))
 
 
 def _width(text: str) -> float:

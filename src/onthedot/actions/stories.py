@@ -12,8 +12,9 @@ articles to summarise each (extractive: the sentences are the articles' own, nev
       v
     sentences: every sentence of the story's articles (else of its feeds' descriptions),
                scored by how central its words are to the story, how much of the title it
-               covers, how early it comes and whether it carries facts (numbers; capitalised
-               names in Latin script); the best taken,
+               covers, how early it comes and whether it carries facts (numbers; names:
+               capitalised words in Latin script, jieba's tagged names in Chinese); the best
+               taken,
                skipping near-repeats, within SUMMARY_WIDTH; shown in reading order
 
 Words: Chinese runs are segmented with jieba (Traditional and Simplified alike); other text
@@ -74,6 +75,8 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 # A capitalised word after the first of a sentence: a name, in Latin script (Chinese names
 # are not told apart; numbers are, in every script).
 _NAME = re.compile(r"(?<=\s)[A-Z][a-z]+")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+_NAME_TAGS = frozenset({"nr", "ns", "nt", "nz"})  # jieba's person, place, organisation, other
 _NEVER = datetime.min.replace(tzinfo=UTC)
 
 _jieba_lock = threading.Lock()
@@ -235,7 +238,8 @@ def _score(candidate: _Candidate, story_words: Counter[str], title_words: set[st
     central = sum(story_words[w] for w in own) / (top * math.sqrt(len(own)))
     title = len(own & title_words) / len(title_words) if title_words else 0.0
     early = 1.0 / (1 + candidate.position)
-    facts = sum(1 for w in own if w[:1].isdigit()) + len(_NAME.findall(candidate.text))
+    facts = sum(1 for w in own if w[:1].isdigit()) + len(_NAME.findall(candidate.text)) \
+        + _chinese_names(candidate.text)
     return (W_CENTRAL * min(1.0, central) + W_TITLE * title + W_EARLY * early
             + W_FACTS * min(1.0, facts / FACTS_FULL))
 
@@ -279,6 +283,15 @@ def _same_as_title(sentence: str, title: str) -> bool:
 
 def _fold(text: str) -> str:
     return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+def _chinese_names(text: str) -> int:
+    """How many names of people, places and organisations jieba tags in the Chinese runs."""
+    _segment("")  # loads the dictionary once
+    import jieba.posseg
+
+    return sum(1 for run in _CJK_RUN.findall(text) for pair in jieba.posseg.cut(run)
+               if pair.flag in _NAME_TAGS)
 
 
 def words(text: str) -> list[str]:

@@ -46,9 +46,9 @@ def feeds() -> Iterator[FeedServer]:
     server.stop()
 
 
-async def digest_job(engine: Engine, feeds: list[str]) -> str:
+async def digest_job(engine: Engine, feeds: list[str], **action: Any) -> str:
     view, created = await engine.rt.service.create_job("alice", JobSpec(
-        action={"type": "news_digest", "topic": "財經", "feeds": feeds}, params=DAILY,
+        action={"type": "news_digest", "topic": "財經", "feeds": feeds, **action}, params=DAILY,
         name="每天早上八點幫我總結財經新聞",
         retry_policy=RetryPolicy(max_attempts=3, backoff_seconds=60)))
     assert created
@@ -108,6 +108,20 @@ async def test_the_model_writes_the_digest_from_the_new_items(
     assert fake.headers[0]["Idempotency-Key"] == run.run_id
     [item] = (await engine.rt.service.list_inbox("alice")).items
     assert item.text == run.output["digest"]
+
+
+async def test_items_past_max_items_are_named_after_the_models_text(
+        model_engine: ModelEngineFactory, feeds: FeedServer) -> None:
+    with fake_openai(lambda _body: say(SUMMARY)) as fake:
+        engine = await model_engine(fake.url, egress_allow=LOOPBACK_ALLOW)
+        job_id = await digest_job(engine, [feeds.url("/zh.xml")], max_items=1)
+        run = await run_on(engine, job_id, 1)
+
+    assert run.status is RunStatus.SUCCEEDED, run.error
+    assert run.output["digest"] == f"{SUMMARY}\n\n另有 1 則：央行維持利率不變（經濟日報）。"
+    [request] = fake.requests
+    assert [s["title"] for s in stories_sent(request)] == ["台積電法說會釋出樂觀展望"]
+    assert run.output["more_items"] == 1
 
 
 @pytest.mark.parametrize(("answer", "why"), [

@@ -247,6 +247,23 @@ async def test_the_offline_digest_summarises_the_articles_and_merges_the_same_st
         assert len(server.requests_to(path)) == 1
 
 
+async def test_a_page_read_for_one_job_is_not_fetched_again_for_another(
+        make_engine: EngineFactory, server: FeedServer) -> None:
+    engine = await make_engine()
+    text = ["The Federal Reserve held its benchmark rate at 4.25% on Monday, as expected."]
+    server.feed("/fed.html", page("Fed holds", text), content_type=HTML_TYPE)
+    url = server.feed("/f.xml", rss("Wire", [Entry("Fed holds", server.url("/fed.html"),
+                                                   FIRST - HOUR)]))
+    first_job = await daily_digest(engine, topic="finance", feeds=[url], language="en")
+    assert text[0] in (await run_on(engine, first_job, 0)).output["digest"]
+
+    second_job = await daily_digest(engine, topic="finance", feeds=[url], language="en")
+    later = await run_on(engine, second_job, 1)
+
+    assert text[0] in later.output["digest"]
+    assert len(server.requests_to("/fed.html")) == 1
+
+
 async def test_nothing_new_is_delivered_when_the_job_asks_for_it(
         make_engine: EngineFactory, server: FeedServer) -> None:
     engine = await make_engine()

@@ -112,8 +112,13 @@ class ArticleReader:
             task.cancel()
         if late:
             await asyncio.gather(*late, return_exceptions=True)
-        out = {tasks[t]: t.result() for t in done if not t.cancelled()
-               and t.exception() is None}
+        out: dict[str, Article] = {}
+        for task in done:
+            error = task.exception()
+            if error is None:
+                out[tasks[task]] = task.result()
+            else:  # a bug, not a page's fault: that page goes without text
+                log.error("reading %s failed: %r", tasks[task], error)
         for task in late:
             link = tasks[task]
             out[link] = Article(link, "", f"not read within the run's {budget_seconds:g}s")

@@ -10,12 +10,12 @@ articles to summarise each (extractive: the sentences are the articles' own, nev
       v
     rank: more sources first; among equals the newest (undated last)
       v
-    sentences: every sentence of the story's articles (else of its feeds' descriptions),
-               scored by how central its words are to the story, how much of the title it
-               covers, how early it comes and whether it carries facts (numbers; names:
-               capitalised words in Latin script, jieba's tagged names in Chinese); the best
-               taken,
-               skipping near-repeats, within SUMMARY_WIDTH; shown in reading order
+    sentences: the first SENTENCES_READ sentences of each of the story's articles (else of
+               its feeds' descriptions), scored by how central their words are to the story,
+               how much of the title they cover, how early they come and whether they carry
+               facts (numbers; names: capitalised words in Latin script, names jieba's
+               dictionary tags in Chinese); the best taken, skipping near-repeats, within
+               SUMMARY_WIDTH; shown in reading order
 
 Words: Chinese runs are segmented with jieba (Traditional and Simplified alike); other text
 is split into words; numbers are words of their own ("1,280" and "1280" are one word). Common
@@ -43,6 +43,9 @@ MERGE_MIN_SHARED = 3  # words two items must share besides: two short titles pro
 REPEAT_SIMILARITY = 0.5  # share of the shorter sentence's words already in a chosen one
 OPENING_SENTENCES = 3  # of each article, compared when merging
 MAX_SENTENCES = 3  # per story
+# Sentences of one text considered: news says what matters first, and this bounds the work
+# (50 items of 20,000 characters would otherwise be a million characters to segment).
+SENTENCES_READ = 40
 # Summary per story, in width units: a Chinese character counts CJK_WIDTH (it says about as
 # much as two and a half Latin letters), anything else 1. 420 is about 170 Chinese characters.
 SUMMARY_WIDTH = 420
@@ -132,7 +135,8 @@ class _Doc:
         opening: Counter[str] = Counter()
         for item in group:
             text = texts.get(item.link, "") or item.summary
-            sentences = [s for s in sentences_of(text) if not _same_as_title(s, item.title)]
+            sentences = [s for s in sentences_of(text)
+                         if not _same_as_title(s, item.title)][:SENTENCES_READ]
             bodies.append((item, sentences))
             opening.update(words(item.title))
             for sentence in sentences[:OPENING_SENTENCES]:
@@ -286,11 +290,14 @@ def _fold(text: str) -> str:
 
 
 def _chinese_names(text: str) -> int:
-    """How many names of people, places and organisations jieba tags in the Chinese runs."""
+    """How many names of people, places and organisations jieba's dictionary tags in the
+    Chinese runs (a surname alone counts: names themselves are rarely in it)."""
     _segment("")  # loads the dictionary once
     import jieba.posseg
 
-    return sum(1 for run in _CJK_RUN.findall(text) for pair in jieba.posseg.cut(run)
+    # Dictionary tags only: jieba's HMM for unknown words costs tens of milliseconds on a
+    # sentence of Traditional Chinese, whose characters its dictionary mostly lacks.
+    return sum(1 for run in _CJK_RUN.findall(text) for pair in jieba.posseg.cut(run, HMM=False)
                if pair.flag in _NAME_TAGS)
 
 

@@ -149,3 +149,14 @@ def test_an_excerpt_ends_at_a_sentence() -> None:
     assert excerpt(text, 55) == "First sentence is here. Second sentence follows it."
     assert excerpt("甲乙丙丁戊。己庚辛壬癸。子丑寅卯辰。", 14) == "甲乙丙丁戊。己庚辛壬癸。"
     assert excerpt("a" * 50, 10) == "a" * 9 + "…"
+
+
+async def test_the_least_recently_used_page_is_forgotten_past_the_capacity(
+        server: FeedServer, http: httpx.AsyncClient) -> None:
+    a = server.feed("/a.html", page("A", STORY), content_type=HTML_TYPE)
+    b = server.feed("/b.html", page("B", STORY), content_type=HTML_TYPE)
+    reader = ArticleReader(EgressGuard(["127.0.0.1"]), capacity=1)
+    for link in (a, b, b, a):
+        await reader.read(http, [item(link)], budget_seconds=5)
+    assert len(server.requests_to("/a.html")) == 2
+    assert len(server.requests_to("/b.html")) == 1

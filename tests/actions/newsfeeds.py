@@ -19,6 +19,7 @@ from xml.sax.saxutils import escape
 
 RSS_TYPE = "application/rss+xml; charset=utf-8"
 ATOM_TYPE = "application/atom+xml; charset=utf-8"
+HTML_TYPE = "text/html; charset=utf-8"
 CHUNK_BYTES = 64 * 1024
 
 
@@ -28,6 +29,7 @@ class Entry:
     link: str
     published: datetime | None = None
     guid: str | None = None
+    summary: str | None = None  # the entry's description
 
 
 def rss(title: str, entries: list[Entry], language: str = "en") -> bytes:
@@ -35,12 +37,25 @@ def rss(title: str, entries: list[Entry], language: str = "en") -> bytes:
         "<item>"
         f"<title>{escape(e.title)}</title><link>{escape(e.link)}</link>"
         + (f"<guid>{escape(e.guid)}</guid>" if e.guid else "")
+        + (f"<description>{escape(e.summary)}</description>" if e.summary else "")
         + (f"<pubDate>{format_datetime(e.published)}</pubDate>" if e.published else "")
         + "</item>" for e in entries)
     return ('<?xml version="1.0" encoding="utf-8"?>'
             f'<rss version="2.0"><channel><title>{escape(title)}</title>'
             f"<link>https://example.org/</link><language>{language}</language>"
             f"{items}</channel></rss>").encode()
+
+
+def page(title: str, paragraphs: list[str], lang: str = "en") -> bytes:
+    """An article page with the clutter around the text that real ones have."""
+    body = "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
+    return (f"<!DOCTYPE html><html lang='{lang}'><head><meta charset='utf-8'>"
+            f"<title>{escape(title)}</title></head><body>"
+            "<nav><a href='/'>Home</a> <a href='/business'>Business</a></nav>"
+            f"<article><h1>{escape(title)}</h1>{body}</article>"
+            "<aside><ul><li><a href='/x'>Ten gadgets for your summer trip</a></li></ul></aside>"
+            "<footer><p>All rights reserved. Reproduction without permission is prohibited."
+            "</p></footer></body></html>").encode()
 
 
 def atom(title: str, entries: list[Entry]) -> bytes:
@@ -86,7 +101,7 @@ class FeedServer:
     def feed(self, path: str, body: bytes, *, content_type: str = RSS_TYPE,
              etag: str | None = None, last_modified: str | None = None) -> str:
         """Serve ``body``; with validators, answer 304 to a request that sends them back."""
-        self._routes[path] = _Route("feed", body, content_type, etag=etag,
+        self._routes[path] = _Route("feed", body, content_type=content_type, etag=etag,
                                     last_modified=last_modified)
         return self.url(path)
 
@@ -99,15 +114,15 @@ class FeedServer:
         self._routes[path] = _Route("redirect", status=302, location=location)
         return self.url(path)
 
-    def drip(self, path: str) -> str:
+    def drip(self, path: str, content_type: str = RSS_TYPE) -> str:
         """Headers at once, then a byte every 0.1 s until the client leaves (or the end of the
         test): each read is quick, the whole answer never ends."""
-        self._routes[path] = _Route("drip")
+        self._routes[path] = _Route("drip", content_type=content_type)
         return self.url(path)
 
-    def endless(self, path: str) -> str:
-        """A feed that never ends, sent as fast as the client reads it."""
-        self._routes[path] = _Route("endless")
+    def endless(self, path: str, content_type: str = RSS_TYPE) -> str:
+        """A feed (or page) that never ends, sent as fast as the client reads it."""
+        self._routes[path] = _Route("endless", content_type=content_type)
         return self.url(path)
 
     def url(self, path: str) -> str:
@@ -141,9 +156,9 @@ class FeedServer:
                 elif route.kind == "redirect":
                     self._send(route.status, b"", "text/plain", {"Location": route.location})
                 elif route.kind == "drip":
-                    self._drip()
+                    self._drip(route.content_type)
                 else:
-                    self._endless()
+                    self._endless(route.content_type)
 
             def _send(self, status: int, body: bytes, content_type: str,
                       headers: dict[str, str] | None = None) -> None:
@@ -168,9 +183,9 @@ class FeedServer:
                     return
                 self._send(200, route.body, route.content_type, validators)
 
-            def _drip(self) -> None:
+            def _drip(self, content_type: str) -> None:
                 self.send_response(200)
-                self.send_header("Content-Type", RSS_TYPE)
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", "1000000")
                 self.end_headers()
                 try:
@@ -181,9 +196,9 @@ class FeedServer:
                     pass
                 self.close_connection = True
 
-            def _endless(self) -> None:
+            def _endless(self, content_type: str) -> None:
                 self.send_response(200)
-                self.send_header("Content-Type", RSS_TYPE)
+                self.send_header("Content-Type", content_type)
                 self.end_headers()  # no length: until the connection closes
                 self.close_connection = True
                 item = b"<item><title>more</title><link>https://example.org/x</link></item>"

@@ -1,7 +1,8 @@
 """A news digest written by the configured model (a loopback server speaking the chat-completions
-protocol), through the real engine, from real feeds on loopback: the items go to the model and
-its summary is the digest; a model that fails or says nothing leaves the offline digest, and the
-output says which one the person got; no new items means no model call."""
+protocol), through the real engine, from real feeds and article pages on loopback: the stories
+go to the model with excerpts of their articles and its summary is the digest; a model that
+fails or says nothing leaves the offline digest, and the output says which one the person got;
+no new items means no model call."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, RunStatus
 from onthedot.service import JobSpec
 from tests.actions.conftest import ModelEngineFactory, closed_port
-from tests.actions.newsfeeds import Entry, FeedServer, rss
+from tests.actions.newsfeeds import HTML_TYPE, Entry, FeedServer, page, rss
 from tests.engine.conftest import Engine
 from tests.support.fake_openai import Fail, fake_openai, say
 from tests.support.webhook import LOOPBACK_ALLOW
@@ -26,21 +27,28 @@ DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
 DAILY = JobParams(type="recurring", schedule="0 8 * * *", timezone="Asia/Taipei")
 SUMMARY = "台積電上調展望（經濟日報）https://money.example/tsmc；央行按兵不動 https://money.example/rates"
+ARTICLE = ["台積電今天召開法說會，預估第三季營收將達新台幣 7,500 億元，季增 10%。",
+           "董事長魏哲家表示，人工智慧相關需求強勁，全年美元營收成長率上調至 30%。"]
+RATES_TEASER = "央行理監事會決議重貼現率維持 2% 不變。"
 
 
 @pytest.fixture
 def feeds() -> Iterator[FeedServer]:
     server = FeedServer().start()
+    server.feed("/tsmc.html", page("台積電法說會釋出樂觀展望", ARTICLE, "zh-Hant"),
+                content_type=HTML_TYPE)
+    # The rates story's page is gone: its feed's description stands in.
     server.feed("/zh.xml", rss("經濟日報", [
-        Entry("台積電法說會釋出樂觀展望", "https://money.example/tsmc", FIRST - HOUR),
-        Entry("央行維持利率不變", "https://money.example/rates", FIRST - 2 * HOUR)], "zh-TW"))
+        Entry("台積電法說會釋出樂觀展望", server.url("/tsmc.html"), FIRST - HOUR),
+        Entry("央行維持利率不變", server.url("/rates.html"), FIRST - 2 * HOUR,
+              summary=RATES_TEASER)], "zh-TW"))
     yield server
     server.stop()
 
 
-async def digest_job(engine: Engine, feeds: list[str]) -> str:
+async def digest_job(engine: Engine, feeds: list[str], **action: Any) -> str:
     view, created = await engine.rt.service.create_job("alice", JobSpec(
-        action={"type": "news_digest", "topic": "財經", "feeds": feeds}, params=DAILY,
+        action={"type": "news_digest", "topic": "財經", "feeds": feeds, **action}, params=DAILY,
         name="每天早上八點幫我總結財經新聞",
         retry_policy=RetryPolicy(max_attempts=3, backoff_seconds=60)))
     assert created
@@ -55,11 +63,11 @@ async def run_on(engine: Engine, job_id: str, day: int) -> JobRun:
     return next(r for r in runs if r.scheduled_at == FIRST + day * DAY)
 
 
-def items_sent(request: dict[str, Any]) -> list[dict[str, Any]]:
-    """The items of a digest request, as the model received them."""
+def stories_sent(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stories of a digest request, as the model received them."""
     user = request["messages"][1]["content"]
-    items: list[dict[str, Any]] = json.loads(user[user.index("["):])
-    return items
+    stories: list[dict[str, Any]] = json.loads(user[user.index("["):])
+    return stories
 
 
 async def test_the_model_writes_the_digest_from_the_new_items(
@@ -72,7 +80,7 @@ async def test_the_model_writes_the_digest_from_the_new_items(
     assert run.status is RunStatus.SUCCEEDED, run.error
     # The model's text, then the unreadable feed in the offline digest's own words.
     host = urlsplit(feeds.url("/")).netloc
-    assert run.output["digest"] == f"{SUMMARY}\n\n有 1 個來源無法讀取：{host}（HTTP 404）。"
+    assert run.output["digest"] == f"{SUMMARY}\n\n有 1 個來源無法讀取：{host}/gone（HTTP 404）。"
     assert run.output["written_by"] == "model"
     assert run.output["model"] == "test-model"
     assert "model_error" not in run.output
@@ -83,14 +91,37 @@ async def test_the_model_writes_the_digest_from_the_new_items(
     assert "tools" not in request
     assert "Traditional Chinese" in request["messages"][0]["content"]
     assert "finance news" in request["messages"][0]["content"]
-    assert items_sent(request) == [
-        {"title": "台積電法說會釋出樂觀展望", "source": "經濟日報", "published": "2026-06-22 07:00",
-         "link": "https://money.example/tsmc"},
-        {"title": "央行維持利率不變", "source": "經濟日報", "published": "2026-06-22 06:00",
-         "link": "https://money.example/rates"}]
+    assert request["messages"][1]["content"].startswith(
+        "2 new items in 2 stories, most important first (times in Asia/Taipei):\n")
+    # Each story with its article's text (its page's main text, without the page's menus and
+    # footer), or its feed's description when the page could not be read.
+    assert stories_sent(request) == [
+        {"title": "台積電法說會釋出樂觀展望",
+         "sources": [{"source": "經濟日報", "published": "2026-06-22 07:00",
+                      "link": feeds.url("/tsmc.html")}],
+         "excerpt": "".join(ARTICLE)},
+        {"title": "央行維持利率不變",
+         "sources": [{"source": "經濟日報", "published": "2026-06-22 06:00",
+                      "link": feeds.url("/rates.html")}],
+         "excerpt": RATES_TEASER}]
+    assert len(feeds.requests_to("/tsmc.html")) == 1
     assert fake.headers[0]["Idempotency-Key"] == run.run_id
     [item] = (await engine.rt.service.list_inbox("alice")).items
     assert item.text == run.output["digest"]
+
+
+async def test_items_past_max_items_are_named_after_the_models_text(
+        model_engine: ModelEngineFactory, feeds: FeedServer) -> None:
+    with fake_openai(lambda _body: say(SUMMARY)) as fake:
+        engine = await model_engine(fake.url, egress_allow=LOOPBACK_ALLOW)
+        job_id = await digest_job(engine, [feeds.url("/zh.xml")], max_items=1)
+        run = await run_on(engine, job_id, 1)
+
+    assert run.status is RunStatus.SUCCEEDED, run.error
+    assert run.output["digest"] == f"{SUMMARY}\n\n另有 1 則：央行維持利率不變（經濟日報）。"
+    [request] = fake.requests
+    assert [s["title"] for s in stories_sent(request)] == ["台積電法說會釋出樂觀展望"]
+    assert run.output["more_items"] == 1
 
 
 @pytest.mark.parametrize(("answer", "why"), [
@@ -110,9 +141,16 @@ async def test_a_model_that_fails_leaves_the_offline_digest_and_says_so(
     assert run.output["written_by"] == "offline"
     assert "model" not in run.output
     assert why in run.output["model_error"]
-    assert run.output["digest"].startswith("財經新聞：1 個來源共 2 則新消息。\n\n經濟日報\n"
-                                           "- 06-22 07:00 台積電法說會釋出樂觀展望（經濟日報） "
-                                           "https://money.example/tsmc\n")
+    assert run.output["digest"] == "\n".join([
+        "財經新聞：1 個來源共 2 則新消息。",
+        "",
+        "1. 台積電法說會釋出樂觀展望",
+        "".join(ARTICLE),
+        f"經濟日報 06-22 07:00 {feeds.url('/tsmc.html')}",
+        "",
+        "2. 央行維持利率不變",
+        RATES_TEASER,
+        f"經濟日報 06-22 06:00 {feeds.url('/rates.html')}"])
 
 
 @pytest.mark.parametrize("where", ["closed port", "unknown name"])

@@ -23,14 +23,15 @@ from onthedot.domain.errors import ActionError
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, RunStatus
 from onthedot.runtime import Runtime
 from onthedot.service import JobSpec
-from tests.actions.newsfeeds import ATOM_TYPE, Entry, FeedServer, atom, rss
+from tests.actions.newsfeeds import ATOM_TYPE, HTML_TYPE, Entry, FeedServer, atom, page, rss
 from tests.engine.conftest import START, Engine
 
 DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
 FIRST = datetime(2026, 6, 22, 8, 0, tzinfo=UTC)  # 08:00 UTC, START's day
 DAILY = JobParams(type="recurring", schedule="0 8 * * *", timezone="UTC")
-OUTPUT_KEYS = {"digest", "written_by", "items", "new_items", "problems", "language", "deliver"}
+OUTPUT_KEYS = {"digest", "written_by", "items", "new_items", "more_items", "more", "problems",
+               "language", "deliver"}
 
 EngineFactory = Callable[..., Awaitable[Engine]]
 
@@ -119,18 +120,32 @@ async def test_first_run_digests_the_newest_then_only_what_is_new(
     assert first.output["written_by"] == "offline"  # no model configured
     assert first.output["language"] == "en"
     assert first.output["problems"] == []
+    # No article page could be read (the links lead nowhere), so each story is its title and
+    # its source; single-source stories come newest first.
     assert first.output["digest"] == "\n".join([
         "Finance news: 5 new items from 2 sources.",
         "",
-        "Daily Biz",
-        "- 06-22 07:00 biz 0 (Daily Biz) https://biz.example/biz/0",
-        "- 06-22 06:00 biz 1 (Daily Biz) https://biz.example/biz/1",
-        "- 06-22 05:00 biz 2 (Daily Biz) https://biz.example/biz/2",
+        "1. biz 0",
+        "Daily Biz 06-22 07:00 https://biz.example/biz/0",
         "",
-        "Tech Wire",
-        "- 06-22 06:30 tech 0 (Tech Wire) https://tech.example/tech/0",
-        "- 06-22 05:30 tech 1 (Tech Wire) https://tech.example/tech/1",
+        "2. tech 0",
+        "Tech Wire 06-22 06:30 https://tech.example/tech/0",
+        "",
+        "3. biz 1",
+        "Daily Biz 06-22 06:00 https://biz.example/biz/1",
+        "",
+        "4. tech 1",
+        "Tech Wire 06-22 05:30 https://tech.example/tech/1",
+        "",
+        "5. biz 2",
+        "Daily Biz 06-22 05:00 https://biz.example/biz/2",
+        "",
+        "And 6 more: tech 2 (Tech Wire); biz 3 (Daily Biz); biz 4 (Daily Biz); "
+        "biz 5 (Daily Biz); biz 6 (Daily Biz); biz 7 (Daily Biz).",
     ])
+    assert first.output["more_items"] == 6
+    assert [i["title"] for i in first.output["more"]] == [
+        "tech 2", "biz 3", "biz 4", "biz 5", "biz 6", "biz 7"]
 
     # During the day: two stories after the first digest, on one feed.
     fresh = [Entry("rates decision", "https://biz.example/rates", FIRST + 4 * HOUR),
@@ -140,8 +155,10 @@ async def test_first_run_digests_the_newest_then_only_what_is_new(
     second = await run_on(engine, job_id, 1)
 
     assert second.status is RunStatus.SUCCEEDED, second.error
+    # The six past max_items are not carried over: they were named, and count as seen.
     assert titles(second) == ["closing bell", "rates decision"]
     assert second.output["new_items"] == 2
+    assert second.output["more_items"] == 0
     assert second.output["deliver"] is True
     assert second.output["digest"].startswith("Finance news: 2 new items from 1 source.\n")
 
@@ -150,7 +167,8 @@ async def test_first_run_digests_the_newest_then_only_what_is_new(
     assert third.status is RunStatus.SUCCEEDED, third.error
     assert third.output == {"digest": "No new finance news since the last digest.",
                             "written_by": "offline", "items": [], "new_items": 0,
-                            "problems": [], "language": "en", "deliver": False}
+                            "more_items": 0, "more": [], "problems": [], "language": "en",
+                            "deliver": False}
 
 
 async def test_a_chinese_task_gets_a_chinese_digest(make_engine: EngineFactory,
@@ -173,17 +191,77 @@ async def test_a_chinese_task_gets_a_chinese_digest(make_engine: EngineFactory,
     assert first.output["digest"] == "\n".join([
         "財經新聞：2 個來源共 3 則新消息。",
         "",
-        "中央社財經",
-        "- 06-22 07:00 台積電法說會釋利多（中央社財經） https://tw.example/1",
-        "- 06-22 06:00 新台幣升值（中央社財經） https://tw.example/2",
+        "1. 台積電法說會釋利多",
+        "中央社財經 06-22 07:00 https://tw.example/1",
         "",
-        "财经快讯",
-        "- 06-22 05:00 人民币汇率持稳（财经快讯） https://cn.example/1",
+        "2. 新台幣升值",
+        "中央社財經 06-22 06:00 https://tw.example/2",
+        "",
+        "3. 人民币汇率持稳",
+        "财经快讯 06-22 05:00 https://cn.example/1",
     ])
 
     second = await run_on(engine, job_id, 1)
     assert second.output["digest"] == "自上次摘要以來沒有新的財經新聞。"
     assert second.output["deliver"] is False
+
+
+async def test_the_offline_digest_summarises_the_articles_and_merges_the_same_story(
+        make_engine: EngineFactory, server: FeedServer) -> None:
+    engine = await make_engine()
+    chip = ["晶準半導體今天公布第二季財報，單季營收達新台幣 1,280 億元，較去年同期成長 31%。",
+            "董事長陳志遠表示，人工智慧伺服器晶片需求強勁，全年營收成長目標上調至 25%。",
+            "晶準半導體股價今天收在 845 元，上漲 2.4%。"]
+    wire = ["受惠人工智慧晶片需求，晶準半導體第二季營收新台幣 1,280 億元，年增 31%。",
+            "晶準並計畫在高雄設立新的先進封裝廠，預計 2028 年開始量產。"]
+    rates = ["中央銀行今天召開理監事會，決議重貼現率維持在 2% 不變，符合市場預期。"]
+    for path, title, text in (("/chip.html", "晶準半導體上調全年展望", chip),
+                              ("/wire-chip.html", "AI 需求帶動 晶準營收年增三成", wire),
+                              ("/rates.html", "央行利率維持不變", rates)):
+        server.feed(path, page(title, text, "zh-Hant"), content_type=HTML_TYPE)
+    times = server.feed("/times.xml", rss("台灣財經時報", [
+        Entry("晶準半導體上調全年展望", server.url("/chip.html"), FIRST - 3 * HOUR),
+        Entry("央行利率維持不變", server.url("/rates.html"), FIRST - HOUR)]))
+    wire_feed = server.feed("/wire.xml", rss("中央快訊網", [
+        Entry("AI 需求帶動 晶準營收年增三成", server.url("/wire-chip.html"), FIRST - 2 * HOUR)]))
+    job_id = await daily_digest(engine, name="每天早上八點幫我總結財經新聞", topic="財經",
+                                feeds=[times, wire_feed])
+
+    run = await run_on(engine, job_id, 0)
+
+    assert run.status is RunStatus.SUCCEEDED, run.error
+    head, first, second = run.output["digest"].split("\n\n")
+    assert head == "財經新聞：2 個來源共 3 則新消息。"
+    # The story two outlets carry comes first, told once, with both outlets and links.
+    title, summary, sources = first.split("\n")
+    assert title == "1. AI 需求帶動 晶準營收年增三成"
+    for fact in ("1,280 億元", "31%", "陳志遠"):
+        assert fact in summary
+    assert summary.count("1,280 億元") == 1  # the same sentence is not told twice
+    assert sources == (f"中央快訊網 06-22 06:00 {server.url('/wire-chip.html')}；"
+                       f"台灣財經時報 06-22 05:00 {server.url('/chip.html')}")
+    assert second == "\n".join(["2. 央行利率維持不變", rates[0],
+                                f"台灣財經時報 06-22 07:00 {server.url('/rates.html')}"])
+    # Every page was read once.
+    for path in ("/chip.html", "/wire-chip.html", "/rates.html"):
+        assert len(server.requests_to(path)) == 1
+
+
+async def test_a_page_read_for_one_job_is_not_fetched_again_for_another(
+        make_engine: EngineFactory, server: FeedServer) -> None:
+    engine = await make_engine()
+    text = ["The Federal Reserve held its benchmark rate at 4.25% on Monday, as expected."]
+    server.feed("/fed.html", page("Fed holds", text), content_type=HTML_TYPE)
+    url = server.feed("/f.xml", rss("Wire", [Entry("Fed holds", server.url("/fed.html"),
+                                                   FIRST - HOUR)]))
+    first_job = await daily_digest(engine, topic="finance", feeds=[url], language="en")
+    assert text[0] in (await run_on(engine, first_job, 0)).output["digest"]
+
+    second_job = await daily_digest(engine, topic="finance", feeds=[url], language="en")
+    later = await run_on(engine, second_job, 1)
+
+    assert text[0] in later.output["digest"]
+    assert len(server.requests_to("/fed.html")) == 1
 
 
 async def test_nothing_new_is_delivered_when_the_job_asks_for_it(
@@ -255,9 +333,10 @@ async def test_dead_malformed_slow_and_huge_feeds_are_listed_while_the_others_co
     assert problems[slow] == "no complete answer within 1s"
     assert problems[broken].startswith("not well-formed XML")
     host = server.url("/").split("/")[2]
+    # Never read before: each named by its address, path included.
     assert run.output["digest"].endswith(
-        f"Could not read 4 feeds: {host} (malformed); {host} (HTTP 503); {host} (timed out); "
-        "127.0.0.1:9 (unreachable).")
+        f"Could not read 4 feeds: {host}/broken.xml (malformed); {host}/down.xml (HTTP 503); "
+        f"{host}/slow.xml (timed out); 127.0.0.1:9/feed.xml (unreachable).")
     cut = await the_run(engine, huge_job, 0)
     assert cut.status is RunStatus.SUCCEEDED, cut.error
     assert titles(cut) == ["good 0", "good 1"]

@@ -86,6 +86,8 @@ async def test_a_first_read_keeps_the_newest_max_items(server: FeedServer,
     url = server.feed("/f.xml", rss("F", list(reversed(hourly("item", 12)))))
     result = await fetch_news(http, feeds=[url], limits=FeedLimits(max_items=5), now=NOW)
     assert titles(result) == [f"item {i}" for i in range(5)]
+    # The rest is new too: handed back to be named, not digested.
+    assert [i.title for i in result.more] == [f"item {i}" for i in range(5, 12)]
     # Every item of the document is remembered, not only those shown.
     assert len(result.states[url].seen) == 12
 
@@ -95,7 +97,8 @@ async def test_without_state_items_since_the_given_instant_are_new(
     url = server.feed("/f.xml", rss("F", [*hourly("dated", 4),
                                           Entry("undated", "https://news.example/u")]))
     result = await fetch_news(http, feeds=[url], since=NOW - 2.5 * HOUR, now=NOW)
-    assert titles(result) == ["undated", "dated 0", "dated 1"]
+    # An undated item is new, but after every dated one: its date could not be read.
+    assert titles(result) == ["dated 0", "dated 1", "undated"]
 
 
 async def test_with_state_only_unseen_items_count_late_listed_ones_included(
@@ -117,7 +120,7 @@ async def test_with_state_only_unseen_items_count_late_listed_ones_included(
     ]))
     result = await fetch_news(http, feeds=[url], states={url: state}, since=NOW, now=later)
 
-    assert titles(result) == ["undated new", "fresh", "listed late"]
+    assert titles(result) == ["fresh", "listed late", "undated new"]
     assert result.states[url].fetched_at == later
     assert set(state.seen) < set(result.states[url].seen)
 
@@ -169,6 +172,46 @@ async def test_the_same_story_in_two_feeds_is_listed_once(server: FeedServer,
     assert titles(result) == ["Central bank holds rates steady",
                               "Markets close higher on tech rally!",
                               "央行宣布維持利率不變", "An unrelated story"]
+    # Told once, with the other feed's sighting attached.
+    assert [[(a.source, a.link) for a in i.also] for i in result.items] == [
+        [("Two", "https://wire.example/story/1?utm_source=rss&utm_medium=feed")],
+        [("One", "https://one.example/m")],
+        [("Two", "https://two.example/zh")],
+        []]
+    assert result.items[0].to_dict()["also"] == [
+        {"source": "Two", "link": "https://wire.example/story/1?utm_source=rss&utm_medium=feed"}]
+    assert "also" not in result.items[3].to_dict()
+
+
+async def test_undated_items_come_after_dated_ones_across_feeds(
+        server: FeedServer, http: httpx.AsyncClient) -> None:
+    broken = server.feed("/broken.xml", rss("Broken", [
+        Entry("no date 1", "https://b.example/1"), Entry("no date 2", "https://b.example/2")]))
+    dated = server.feed("/dated.xml", rss("Dated", hourly("dated", 3)))
+    result = await fetch_news(http, feeds=[broken, dated], now=NOW,
+                              limits=FeedLimits(max_items=4))
+    assert titles(result) == ["dated 0", "dated 1", "dated 2", "no date 1"]
+    assert [i.title for i in result.more] == ["no date 2"]
+
+
+async def test_a_failed_feed_is_named_by_the_title_it_had(server: FeedServer,
+                                                          http: httpx.AsyncClient) -> None:
+    url = server.feed("/wire.xml", rss("Evening Wire", hourly("w", 1)))
+    untitled = server.feed("/untitled.xml", rss("", hourly("u", 1)))
+    known: dict[str, str] = {}
+    first = await fetch_news(http, feeds=[url, untitled], now=NOW, titles=known)
+    # An untitled feed's items are named after the site it links to.
+    assert {i.source for i in first.items} == {"Evening Wire", "example.org"}
+    assert known == {url: "Evening Wire"}
+
+    server.status("/wire.xml", 503)
+    server.status("/never.xml", 503)
+    later = await fetch_news(http, feeds=[url, server.url("/never.xml")], now=NOW,
+                             titles=known)
+    assert [(p.label, p.reason) for p in later.problems] == [
+        ("Evening Wire", "HTTP 503"),
+        # Never read: its address, path included, not only the host.
+        (server.url("/never.xml").removeprefix("http://"), "HTTP 503")]
 
 
 async def test_bad_feeds_are_problems_and_the_good_one_still_counts(

@@ -1,23 +1,36 @@
 """Turning new items into the digest text a person reads, in the task's language.
 
-The digest goes through a ``DigestWriter``. ``OfflineDigest`` is extractive and needs nothing
-but the items: headlines grouped by source, each group in the order of its newest item, one line
-per item with its time (in the job's timezone), its source and its link. ``ModelDigest``
-(``model_digest.py``) asks the configured model for a summary at the same place and falls back
-to this one; a ``Digest`` says which of them wrote it.
+The digest goes through a ``DigestWriter``. ``OfflineDigest`` needs no model: the items are
+made into stories (``stories.py``: the same news from several feeds merged, the most important
+first) and each story is told in a few sentences chosen from its articles, followed by every
+source with its time (in the job's timezone) and link. ``ModelDigest`` (``model_digest.py``)
+asks the configured model for a summary at the same place and falls back to this one; a
+``Digest`` says which of them wrote it.
+
+    Finance news: 3 new items from 2 sources.
+
+    1. Fed leaves rates unchanged, signals patience
+    The Federal Reserve held its benchmark interest rate at 4.25% on Monday, ...
+    The Daily Ledger 06-22 07:20 https://...; Market Wire 06-22 07:35 https://...
+
+    2. ...
+
+    And 6 more: title (source); ...
+    Could not read 1 feed: ...
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Literal, Protocol
-from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from onthedot.actions.catalog import TOPIC_NAMES, Topic
 from onthedot.actions.feeds import FeedProblem, NewsItem
+from onthedot.actions.stories import Story, build_stories
 from onthedot.nl.parts import Language
 
 
@@ -32,6 +45,9 @@ class DigestRequest:
     # For a writer that calls out: the run's idempotency key, and how long it may take.
     idempotency_key: str | None = None
     time_budget_seconds: float | None = None
+    more: Sequence[NewsItem] = ()  # new items past max_items: named, not digested
+    # The main text of the items' article pages that could be read, by link.
+    articles: Mapping[str, str] = field(default_factory=dict)
 
 
 WrittenBy = Literal["model", "offline"]
@@ -83,35 +99,63 @@ _PROBLEM_WORDS: dict[str, dict[Language, str]] = {
                 "zh-Hans": "地址不允许连接"},
     "unreachable": {"en": "unreachable", "zh-Hant": "無法連線", "zh-Hans": "无法连接"},
 }
+_MORE = {
+    "en": "And {n} more: {list}.",
+    "zh-Hant": "另有 {n} 則：{list}。",
+    "zh-Hans": "另有 {n} 条：{list}。",
+}
+MORE_LISTED = 20  # headlines named in the "and N more" sentence; past that, "…"
 _SEPARATOR = {"en": "; ", "zh-Hant": "；", "zh-Hans": "；"}
 _TIME_FORMAT = "%m-%d %H:%M"
 
 
 class OfflineDigest:
-    """Grouped headlines, no model."""
+    """Stories summarised in their articles' own sentences, no model."""
 
     async def write(self, request: DigestRequest) -> Digest:
-        return Digest(render_offline(request), "offline")
+        return Digest(render_offline(request, await stories_for(request)), "offline")
 
 
-def render_offline(request: DigestRequest) -> str:
+async def stories_for(request: DigestRequest) -> list[Story]:
+    """The request's stories (word segmentation and scoring run in a thread: CPU-bound)."""
+    if not request.items:
+        return []
+    return await asyncio.to_thread(build_stories, request.items, request.articles)
+
+
+def render_offline(request: DigestRequest, stories: Sequence[Story]) -> str:
     language = request.language
     topic = _topic_words(request.topic, language)
-    lines: list[str] = []
+    blocks: list[str] = []
     if request.items:
-        groups = _by_source(request.items)
-        lines.append(_headline(language, topic, len(request.items), len(groups)))
+        sources = {item.source for story in stories for item in story.items}
+        blocks.append(_headline(language, topic, len(request.items), len(sources)))
         zone = zone_of(request.timezone)
-        for source, items in groups.items():
-            lines += ["", source]
-            lines += [_line(item, language, zone) for item in items]
+        blocks += [_story(n, story, language, zone) for n, story in enumerate(stories, 1)]
     else:
         sentences = _NOTHING_FOUND if request.first else _NOTHING_NEW
-        lines.append(sentences[language].format(topic=topic))
-    note = unreadable_note(request)
-    if note is not None:
-        lines += ["", note]
-    return "\n".join(lines)
+        blocks.append(sentences[language].format(topic=topic))
+    return "\n\n".join([*blocks, *closing_notes(request)])
+
+
+def closing_notes(request: DigestRequest) -> list[str]:
+    """The sentences every digest ends with, whoever wrote the rest: the new items past
+    max_items ("and N more"), then the feeds that could not be read."""
+    notes = [more_note(request), unreadable_note(request)]
+    return [note for note in notes if note is not None]
+
+
+def more_note(request: DigestRequest) -> str | None:
+    """One sentence naming the new items past max_items (at most MORE_LISTED), or None."""
+    if not request.more:
+        return None
+    language = request.language
+    named = [f"{i.title} ({i.source})" if language == "en" else f"{i.title}（{i.source}）"
+             for i in request.more[:MORE_LISTED]]
+    if len(request.more) > MORE_LISTED:
+        named.append("…")
+    return _MORE[language].format(n=len(request.more),
+                                  list=_SEPARATOR[language].join(named))
 
 
 def unreadable_note(request: DigestRequest) -> str | None:
@@ -140,27 +184,38 @@ def _headline(language: Language, topic: str, n: int, k: int) -> str:
     return text[:1].upper() + text[1:]  # "News: ..." without a topic
 
 
-def _by_source(items: Sequence[NewsItem]) -> dict[str, list[NewsItem]]:
-    """Items are newest first, so each group's first item is its newest and groups come in
-    the order of their newest item."""
-    groups: dict[str, list[NewsItem]] = {}
-    for item in items:
-        groups.setdefault(item.source, []).append(item)
-    return groups
+def _story(number: int, story: Story, language: Language, zone: tzinfo) -> str:
+    """``n. title``, the summary's sentences, then each source with its time and link."""
+    lines = [f"{number}. {story.title}"]
+    if story.sentences:
+        lines.append(join_sentences(story.sentences))
+    lines.append(_SEPARATOR[language].join(_sighting(item, zone) for item in story.items))
+    return "\n".join(lines)
 
 
-def _line(item: NewsItem, language: Language, zone: tzinfo) -> str:
-    when = "" if item.published is None else \
-        item.published.astimezone(zone).strftime(_TIME_FORMAT) + " "
-    source = f"（{item.source}）" if language != "en" else f" ({item.source})"
-    link = f" {item.link}" if item.link else ""
-    return f"- {when}{item.title}{source}{link}"
+def join_sentences(sentences: Sequence[str]) -> str:
+    """Sentences run on: no space after a Chinese full stop, one after anything else."""
+    text = ""
+    for sentence in sentences:
+        if text and not text.endswith(_CJK_ENDS):
+            text += " "
+        text += sentence
+    return text
+
+
+_CJK_ENDS = ("。", "！", "？", "；", "」", "』", "”")
+
+
+def _sighting(item: NewsItem, zone: tzinfo) -> str:
+    when = None if item.published is None else \
+        item.published.astimezone(zone).strftime(_TIME_FORMAT)
+    return " ".join(part for part in (item.source, when, item.link) if part)
 
 
 def _unreadable(language: Language, problems: Sequence[FeedProblem]) -> str:
     listed = _SEPARATOR[language].join(
-        f"{_host(p.url)} ({_problem_words(p, language)})" if language == "en"
-        else f"{_host(p.url)}（{_problem_words(p, language)}）" for p in problems)
+        f"{p.label} ({_problem_words(p, language)})" if language == "en"
+        else f"{p.label}（{_problem_words(p, language)}）" for p in problems)
     return _UNREADABLE[language].format(n=len(problems), list=listed,
                                         feeds="feed" if len(problems) == 1 else "feeds")
 
@@ -168,10 +223,6 @@ def _unreadable(language: Language, problems: Sequence[FeedProblem]) -> str:
 def _problem_words(problem: FeedProblem, language: Language) -> str:
     words = _PROBLEM_WORDS.get(problem.kind)
     return problem.reason if words is None else words[language]
-
-
-def _host(url: str) -> str:
-    return urlsplit(url).netloc or url
 
 
 def zone_of(name: str) -> tzinfo:

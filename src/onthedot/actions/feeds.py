@@ -3,7 +3,8 @@
 ``fetch_news`` is the one entry point, used by the ``news_digest`` action and meant as a model's
 tool: it reads every feed of a topic (or the given feeds) at once, each through the egress
 guard's HTTP client, with a per-feed timeout and size cap, parses it with feedparser, and keeps
-the items that are new, newest first, deduplicated across feeds.
+the items that are new, newest first (undated ones after every dated one), the same story
+in several feeds kept once with the other feeds' sightings attached (``NewsItem.also``).
 
 Per feed::
 
@@ -33,7 +34,7 @@ import io
 import re
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -60,12 +61,15 @@ SEEN_KEYS_PER_FEED = 500  # remembered between runs; a feed lists far fewer item
 LATE_ALLOWANCE = timedelta(hours=24)
 MAX_TITLE_CHARS = 300
 MAX_SOURCE_CHARS = 100
+MAX_SUMMARY_CHARS = 2000  # of an entry's own description, as plain text
 SIMILAR_TITLES = 0.8  # Jaccard similarity of character bigrams: the same story, re-titled
 USER_AGENT = f"onthedot/{__version__} (news digest)"
 ACCEPT = ("application/rss+xml, application/atom+xml, application/xml;q=0.9, text/xml;q=0.9, "
           "*/*;q=0.1")
 _TRACKING_PARAMS = re.compile(r"^(utm_\w+|fbclid|gclid|mc_cid|mc_eid)$")
 _TAG = re.compile(r"<[^>]*>")
+_NEVER = datetime.min.replace(tzinfo=UTC)
+_NUMBER = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -76,10 +80,17 @@ class NewsItem:
     published: datetime | None
     feed_url: str
     key: str  # stable across runs: a hash of the entry's id, link or title
+    summary: str = ""  # the entry's own description, plain text ("" if none)
+    # The same story in other feeds (the same link, or a nearly identical title), newest first.
+    also: tuple[NewsItem, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "link": self.link, "source": self.source,
-                "published": None if self.published is None else self.published.isoformat()}
+        out: dict[str, Any] = {
+            "title": self.title, "link": self.link, "source": self.source,
+            "published": None if self.published is None else self.published.isoformat()}
+        if self.also:
+            out["also"] = [{"source": i.source, "link": i.link} for i in self.also]
+        return out
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,13 @@ class FeedProblem:
     kind: str  # http | timeout | too_large | malformed | not_a_feed | refused | unreachable
     reason: str  # one short English line
     fatal: bool = True  # False: the feed was read anyway (malformed XML that still had items)
+    name: str = ""  # the feed's title, when one was ever read from it ("" if not)
+
+    @property
+    def label(self) -> str:
+        """How a person is shown the feed: its title, else its address without the scheme
+        (a host alone cannot tell two feeds of one site apart)."""
+        return self.name or self.url.split("://", 1)[-1]
 
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "reason": self.reason}
@@ -103,8 +121,11 @@ class FeedLimits:
 @dataclass(frozen=True)
 class NewsResult:
     items: list[NewsItem]  # new, newest first, deduplicated, at most max_items
-    problems: list[FeedProblem]
-    feeds: tuple[str, ...]  # every feed asked
+    # New and distinct, but past max_items: not digested, and not carried to the next run
+    # (they count as seen); the digest names them ("and N more").
+    more: list[NewsItem] = field(default_factory=list)
+    problems: list[FeedProblem] = field(default_factory=list)
+    feeds: tuple[str, ...] = ()  # every feed asked
     # What to remember of each feed for the next run: a fresh state for each feed that
     # answered, the previous one for each that did not.
     states: dict[str, FeedState] = field(default_factory=dict)
@@ -120,13 +141,16 @@ async def fetch_news(http: httpx.AsyncClient, *, topic: Topic | None = None,
                      since: datetime | None = None, limits: FeedLimits | None = None,
                      states: Mapping[str, FeedState] | None = None,
                      now: datetime | None = None, guard: EgressGuard | None = None,
-                     catalog: FeedCatalog | None = None) -> NewsResult:
+                     catalog: FeedCatalog | None = None,
+                     titles: MutableMapping[str, str] | None = None) -> NewsResult:
     """The new items of ``feeds`` (or of the topic's feeds in ``language``) and the problems.
 
     ``http`` must be the egress guard's client (``guarded_client``); ``guard`` (optional)
     refuses literal hosts before anything is sent. ``states`` are what the previous run
     remembered per feed (validators, keys seen); without one, items published after
     ``since`` are new, and without ``since`` every item is (the newest ``max_items`` kept).
+    ``titles`` (optional) remembers each feed's title by URL, across calls: read feeds update
+    it, and a feed that fails is named by the title it had before.
     Raises nothing for a feed that fails: see ``NewsResult.all_failed``."""
     limits = limits or FeedLimits()
     now = now or datetime.now(UTC)
@@ -137,9 +161,12 @@ async def fetch_news(http: httpx.AsyncClient, *, topic: Topic | None = None,
     new: list[NewsItem] = []
     problems: list[FeedProblem] = []
     remembered: dict[str, FeedState] = {}
+    titles = titles if titles is not None else {}
     for url, read in zip(urls, reads, strict=True):
         prior = states.get(url)
-        problems.extend(read.problems)
+        if read.title:
+            titles[url] = read.title
+        problems.extend(replace(p, name=titles.get(url, "")) for p in read.problems)
         if read.unchanged:
             if prior is not None:
                 remembered[url] = replace(prior, fetched_at=now)
@@ -152,8 +179,8 @@ async def fetch_news(http: httpx.AsyncClient, *, topic: Topic | None = None,
         remembered[url] = FeedState(
             feed_url=url, fetched_at=now, etag=read.etag, last_modified=read.last_modified,
             seen=_seen_keys(read.items, prior))
-    items = _newest_distinct(new, now, limits.max_items)
-    return NewsResult(items=items, problems=problems, feeds=urls, states=remembered)
+    items, more = _newest_distinct(new, limits.max_items)
+    return NewsResult(items=items, more=more, problems=problems, feeds=urls, states=remembered)
 
 
 def _feed_list(topic: Topic | None, language: Language, feeds: Sequence[str] | None,
@@ -173,6 +200,7 @@ class _FeedRead:
     etag: str | None = None
     last_modified: str | None = None
     problems: tuple[FeedProblem, ...] = ()
+    title: str = ""  # the feed's own title, when it has one
 
 
 async def _read_feed(http: httpx.AsyncClient, url: str, prior: FeedState | None,
@@ -218,44 +246,58 @@ async def _get(http: httpx.AsyncClient, url: str, prior: FeedState | None,
         return _FeedRead(problems=(FeedProblem(
             url, "too_large", f"larger than {limits.max_bytes // 1024} KiB"),))
     try:
-        items, problem = await asyncio.to_thread(_parse, body.data, answer.headers, url)
+        items, problem, title = await asyncio.to_thread(_parse, body.data, answer.headers, url)
     except Exception as exc:  # a parser bug on hostile input must not sink the other feeds
         return _FeedRead(problems=(FeedProblem(
             url, "malformed", _short(f"could not be parsed: {type(exc).__name__}: {exc}")),))
     return _FeedRead(items=items, etag=answer.headers.get("etag"),
                      last_modified=answer.headers.get("last-modified"),
-                     problems=() if problem is None else (problem,))
+                     problems=() if problem is None else (problem,), title=title)
 
 
 def _parse(data: bytes, headers: httpx.Headers, url: str
-           ) -> tuple[list[NewsItem] | None, FeedProblem | None]:
-    """The items of a feed document, and what was wrong with it. The bytes are handed over as a
-    stream: feedparser treats a bytes or str argument as a URL or file name to open first."""
+           ) -> tuple[list[NewsItem] | None, FeedProblem | None, str]:
+    """The items of a feed document, what was wrong with it, and its title ("" if none). The
+    bytes are handed over as a stream: feedparser treats a bytes or str argument as a URL or
+    file name to open first."""
     parsed = feedparser.parse(io.BytesIO(data), response_headers={
         "content-type": headers.get("content-type", "application/xml"),
         "content-location": url,  # relative links resolve against the feed's address
     })
-    source = _clean(str(parsed.feed.get("title") or ""), MAX_SOURCE_CHARS) or feed_host(url)
+    title = _clean(html.unescape(_TAG.sub(" ", str(parsed.feed.get("title") or ""))),
+                   MAX_SOURCE_CHARS)
+    source = title or _site_name(parsed.feed.get("link"), url)
     items = [item for entry in parsed.entries[:MAX_ENTRIES_PER_FEED]
              if (item := _item(entry, source, url)) is not None]
     error = parsed.get("bozo_exception") if parsed.get("bozo") else None
     broken = error is not None and _is_xml_error(error)
     if not items:
         if broken:
-            return None, FeedProblem(url, "malformed", _short(f"not well-formed XML: {error}"))
+            return None, FeedProblem(url, "malformed", _short(
+                f"not well-formed XML: {error}")), title
         if not parsed.get("version"):
-            return None, FeedProblem(url, "not_a_feed", "not an RSS or Atom feed")
-        return [], None  # a feed with nothing in it today
+            return None, FeedProblem(url, "not_a_feed", "not an RSS or Atom feed"), title
+        return [], None, title  # a feed with nothing in it today
     if broken:
         return items, FeedProblem(url, "malformed", _short(
-            f"not well-formed XML ({error}); {len(items)} items read anyway"), fatal=False)
-    return items, None
+            f"not well-formed XML ({error}); {len(items)} items read anyway"),
+            fatal=False), title
+    return items, None, title
+
+
+def _site_name(link: object, url: str) -> str:
+    """An untitled feed's name: the host of the site it links to, else of its own address
+    (without a port, ``www.`` dropped)."""
+    host = feed_host(str(link)) if isinstance(link, str) and link else ""
+    return (host or feed_host(url) or url).removeprefix("www.")
 
 
 def _is_xml_error(exc: object) -> bool:
-    # Encoding overrides (a charset the server got wrong) are feedparser's bozo too, but the
-    # document itself was fine.
-    return not isinstance(exc, feedparser.CharacterEncodingOverride)
+    # Encoding overrides (a charset the server got wrong) and a content type that is not XML
+    # (a web page at the feed's address: judged "not a feed" instead) are feedparser's bozo
+    # too, but say nothing about the document's XML.
+    return not isinstance(exc, (feedparser.CharacterEncodingOverride,
+                                feedparser.NonXMLContentType))
 
 
 def _item(entry: Any, source: str, feed_url: str) -> NewsItem | None:
@@ -268,7 +310,14 @@ def _item(entry: Any, source: str, feed_url: str) -> NewsItem | None:
         return None
     key = hashlib.sha256(identity.encode("utf-8", "replace")).hexdigest()[:16]
     return NewsItem(title=title or link, link=link, source=source,
-                    published=_entry_time(entry), feed_url=feed_url, key=key)
+                    published=_entry_time(entry), feed_url=feed_url, key=key,
+                    summary=_entry_summary(entry))
+
+
+def _entry_summary(entry: Any) -> str:
+    """The entry's description as plain text: feeds put HTML in it, escaped or not."""
+    text = str(entry.get("summary") or "")
+    return _clean(html.unescape(_TAG.sub(" ", text)), MAX_SUMMARY_CHARS)
 
 
 def _entry_title(entry: Any) -> str:
@@ -316,28 +365,51 @@ def _seen_keys(items: Iterable[NewsItem], prior: FeedState | None) -> tuple[str,
     return tuple(keys)[:SEEN_KEYS_PER_FEED]
 
 
-def _newest_distinct(items: Iterable[NewsItem], now: datetime, limit: int) -> list[NewsItem]:
-    """Newest first (undated items count as published now: they are new today), skipping an
-    item whose link or title repeats one already kept, until ``limit`` are kept."""
-    ordered = sorted(items, key=lambda i: i.published or now, reverse=True)
+def _newest_distinct(items: Iterable[NewsItem], limit: int
+                     ) -> tuple[list[NewsItem], list[NewsItem]]:
+    """The distinct items, newest first, split at ``limit``: those kept and those past it.
+
+    Undated items come after every dated one (in feed order): a date that cannot be read says
+    nothing about an item being recent, and a broken feed's item must not top the digest. An
+    item whose link or title repeats a kept one is attached to it (``also``), so the story is
+    told once with every source; one that repeats an item past the limit is dropped."""
+    items = list(items)
+    dated = sorted((i for i in items if i.published is not None),
+                   key=lambda i: i.published or _NEVER, reverse=True)
+    ordered = dated + [i for i in items if i.published is None]
     kept: list[NewsItem] = []
-    links: set[str] = set()
-    titles: list[tuple[str, frozenset[str]]] = []
+    also: list[list[NewsItem]] = []
+    more: list[NewsItem] = []
+    links: dict[str, int] = {}  # link key -> index in kept, or -1 for an item past the limit
+    titles: dict[str, int] = {}
+    grams: list[tuple[frozenset[str], tuple[str, ...]]] = []  # of kept titles: bigrams, numbers
     for item in ordered:
-        if len(kept) >= limit:
-            break
         link = _link_key(item.link)
         title = _title_key(item.title)
-        grams = _bigrams(title)
-        if link and link in links:
+        gram = (_bigrams(title), tuple(_NUMBER.findall(title)))
+        seen = links.get(link) if link else None
+        if seen is None and title:
+            seen = titles.get(title)
+        if seen is None and title:
+            seen = next((i for i, g in enumerate(grams) if _similar(gram, g)), None)
+        if seen is not None:
+            if seen >= 0 and item.source not in {kept[seen].source, *(a.source
+                                                                     for a in also[seen])}:
+                also[seen].append(item)
             continue
-        if title and any(title == t or _similar(grams, g) for t, g in titles):
-            continue
-        kept.append(item)
+        index = len(kept) if len(kept) < limit else -1
+        if index >= 0:
+            kept.append(item)
+            also.append([])
+            grams.append(gram)
+        else:
+            more.append(item)
         if link:
-            links.add(link)
-        titles.append((title, grams))
-    return kept
+            links[link] = index
+        if title:
+            titles[title] = index
+    return [replace(item, also=tuple(extra)) if extra else item
+            for item, extra in zip(kept, also, strict=True)], more
 
 
 def _link_key(link: str) -> str:
@@ -361,7 +433,12 @@ def _bigrams(text: str) -> frozenset[str]:
     return frozenset(text[i:i + 2] for i in range(len(text) - 1))
 
 
-def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
-    if len(a) < 4 or len(b) < 4:  # too short to judge: only an exact match counts
+def _similar(a: tuple[frozenset[str], tuple[str, ...]],
+             b: tuple[frozenset[str], tuple[str, ...]]) -> bool:
+    """Nearly the same letters, and the same numbers: "item 1" is not "item 10", nor a 5 %
+    rise a 6 % one."""
+    (a_grams, a_numbers), (b_grams, b_numbers) = a, b
+    if len(a_grams) < 4 or len(b_grams) < 4:  # too short to judge: only an exact match counts
         return False
-    return len(a & b) / len(a | b) >= SIMILAR_TITLES
+    return a_numbers == b_numbers and \
+        len(a_grams & b_grams) / len(a_grams | b_grams) >= SIMILAR_TITLES

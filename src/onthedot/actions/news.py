@@ -10,9 +10,13 @@ One attempt::
       v
     write this run's feed states, fenced by the attempt (the last succeeded run's are kept
     until another run succeeds)
+    articles <- the ArticleReader: each digested item's page, through the guard, within
+              ARTICLE_TIMEOUT_SHARE of the job's timeout (cached by URL across jobs)
     digest <- the DigestWriter: the model's summary when a model is configured (the offline
-              digest when it fails or answers nothing), else grouped headlines
-    output {"digest", "written_by", "items", "new_items", "problems", "language", "deliver"}
+              digest when it fails or answers nothing), else the offline digest: stories
+              summarised in sentences of their articles
+    output {"digest", "written_by", "items", "new_items", "more_items", "more", "problems",
+            "language", "deliver"}
               (+ "model" when the model wrote it, "model_error" when it failed)
 
 ``deliver`` is False when nothing is new and the job did not set ``deliver_empty``: the
@@ -24,7 +28,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from onthedot.actions.articles import ArticleReader, texts_by_link
 from onthedot.actions.base import ActionContext
+from onthedot.actions.cache import BoundedDict
 from onthedot.actions.catalog import (
     LANGUAGES,
     MAX_FEEDS,
@@ -56,7 +62,13 @@ LANGUAGES_EXPECTED = "en | zh-Hant | zh-Hans"
 # the digest: what is left is for the store and, after a failed model, the offline digest.
 FEED_TIMEOUT_SHARE = 0.5
 MODEL_TIMEOUT_SHARE = 0.4
+# Of the job's timeout, the share all article pages together may take (at most
+# ARTICLES_MAX_SECONDS): a page not read by then is summarised from its feed's description.
+ARTICLE_TIMEOUT_SHARE = 0.15
+ARTICLES_MAX_SECONDS = 20.0
 MAX_ERROR_CHARS = 1000  # of the feeds' reasons in a failed attempt's error
+MORE_IN_OUTPUT = 50  # items past max_items listed in the output's "more" (all are counted)
+FEED_TITLES_KEPT = 10_000  # feed titles remembered by URL, to name a feed that fails
 
 
 class NewsDigestAction:
@@ -65,10 +77,16 @@ class NewsDigestAction:
     param_names: tuple[str, ...] = ("topic", "feeds", "language", "max_items", "deliver_empty")
 
     def __init__(self, guard: EgressGuard, catalog: FeedCatalog | None = None,
-                 writer: DigestWriter | None = None) -> None:
+                 writer: DigestWriter | None = None,
+                 reader: ArticleReader | None = None) -> None:
         self.guard = guard
         self.catalog = catalog or FeedCatalog.shipped()
         self.writer: DigestWriter = writer or OfflineDigest()
+        # One per process: a page read for one job is not fetched again for another.
+        self.reader = reader or ArticleReader(guard)
+        # Each feed's title by URL, learnt from every job's reads in this process: a feed that
+        # fails is named by it rather than by its address.
+        self.feed_titles: BoundedDict[str, str] = BoundedDict(FEED_TITLES_KEPT)
 
     # --- at creation ---------------------------------------------------------------------
     def validate(self, params: dict[str, Any]) -> None:
@@ -134,12 +152,16 @@ class NewsDigestAction:
             since=None if previous is None else previous.started_at or previous.scheduled_at,
             limits=_limits(params, ctx), states=await _remembered(ctx),
             now=ctx.run.started_at or datetime.now(UTC), guard=self.guard,
-            catalog=self.catalog)
+            catalog=self.catalog, titles=self.feed_titles)
         if result.all_failed:
             raise _every_feed_failed(result)
         await _remember(ctx, result)
+        articles = await self.reader.read(
+            ctx.http, result.items, budget_seconds=min(
+                ARTICLES_MAX_SECONDS, ctx.timeout_seconds * ARTICLE_TIMEOUT_SHARE))
         digest = await self.writer.write(DigestRequest(
             topic=topic, language=language, items=result.items, problems=result.problems,
+            more=result.more, articles=texts_by_link(articles),
             timezone=ctx.job.params.timezone, first=previous is None,
             idempotency_key=ctx.idempotency_key,
             time_budget_seconds=ctx.timeout_seconds * MODEL_TIMEOUT_SHARE))
@@ -148,6 +170,8 @@ class NewsDigestAction:
             "written_by": digest.written_by,
             "items": [item.to_dict() for item in result.items],
             "new_items": len(result.items),
+            "more_items": len(result.more),
+            "more": [item.to_dict() for item in result.more[:MORE_IN_OUTPUT]],
             "problems": [problem.to_dict() for problem in result.problems],
             "language": language,
             "deliver": bool(result.items) or params.get("deliver_empty") is True,

@@ -77,6 +77,8 @@ class Spec:
     window: tuple[Slot, Slot] | None = None
     count: int | None = None  # 一天三次: the number of times of day the sentence must give
     weekday_check: int | None = None  # "Tue, Oct 6": the weekday the date must fall on
+    exclude: frozenset[int] = frozenset()  # "except weekends": weekdays the recurrence leaves out
+    exclude_text: str = ""  # the words that said so, for errors
     immediate: bool = False
     pieces: list[Piece] = field(default_factory=list)
     matched: str = ""
@@ -186,11 +188,15 @@ def _merge_one(spec: Spec, p: Piece) -> None:
         if current is not None and current != value:
             raise fail("conflict", p.text)
         setattr(spec, name, value)
+    if p.exclude is not None:
+        spec.exclude |= p.exclude
+        spec.exclude_text = spec.exclude_text or p.text
     _fold_day_into_recurrence(spec, p)
     # At most one of: now, a recurrence, a day, an offset; "now" takes no time of day either.
     kinds = [spec.recurrence, spec.date, spec.offset]
     used = sum(k is not None for k in kinds) + spec.immediate
-    if used > 1 or (spec.immediate and (spec.slots or p.sets_clock)):
+    gives_clock = p.clock is not None or p.daypart is not None or p.window is not None
+    if used > 1 or (spec.immediate and (spec.slots or gives_clock)):
         raise fail("conflict", p.text)
 
 

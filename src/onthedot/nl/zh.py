@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 
 from onthedot.nl import common
-from onthedot.nl.holidays import yearly_holiday
+from onthedot.nl.holidays import shifted, yearly_holiday
 from onthedot.nl.numbers import ZH_NUM, zh_to_int
 from onthedot.nl.parts import (
     AbsDate,
@@ -325,6 +325,14 @@ def _slash_date(m: re.Match[str]) -> Piece:
 
 def _holiday(m: re.Match[str]) -> Piece:
     key = HOLIDAYS[m.group("name")]
+    if m.group("dir") or m.group("next"):  # 聖誕節後一天, 母親節前兩天, 聖誕節隔天
+        count = _num(m.group("sn")) if m.group("sn") else 1
+        if count is None or count == 0:
+            return problem(m, "unparsed")
+        days = count * (7 if m.group("su") in ("週", "周", "星期", "禮拜", "礼拜") else 1)
+        key = shifted(key, -days if m.group("dir") == "前" else days)
+        if not m.group("every"):
+            return piece(m, date=HolidayRef(key))  # the count makes it a day, not a topic
     if m.group("every"):
         return piece(m, recurrence=yearly_holiday(key))
     # 準備母親節禮物: a holiday is the day only when nothing else gives one.
@@ -395,6 +403,57 @@ def _lunar_plain(m: re.Match[str]) -> Piece:
     return piece(m, recurrence=YearlyComputed(key)) if every else piece(m, date=HolidayRef(key))
 
 
+def _from_end(m: re.Match[str]) -> Piece:
+    """每月倒數第三天, 每月最後一個工作日, 每季第一個工作日, 每月月底前三天."""
+    g = m.groupdict()
+    quarter = (g.get("per") or g.get("per_") or "").startswith("季")
+    if g.get("wn") or g.get("wlast"):
+        nth: int | None = -1
+        if g.get("wback"):
+            nth = -(_num(g["wback"]) or 0)
+        elif g.get("wn"):
+            nth = _num(g["wn"])
+        return common.workday_piece(m, nth, quarter)
+    if g.get("k"):
+        return common.month_end_piece(m, _num(g["k"]) or 0, quarter)
+    count = _num(g.get("n"))
+    return common.month_end_piece(m, 0 if count is None else count + 1, quarter)
+
+
+def _to_hour(m: re.Match[str]) -> Piece:
+    """八點差一刻 = 07:45, 差五分八點 = 07:55: the hour before, with its part of the day."""
+    hour = _num(m.group("h") or m.group("h2"))
+    kind = (m.group("k") or m.group("k2")).replace("鐘", "").replace("钟", "").strip()
+    minutes = {"一刻": 15, "三刻": 45}.get(kind)
+    if minutes is None:
+        minutes = _num(kind.rstrip("分").strip())
+    if hour is None or hour > 24 or hour == 0:
+        return problem(m, "bad_hour")
+    if minutes is None or not 1 <= minutes <= 59:
+        return problem(m, "bad_minute")
+    dp = m.group("dp") or m.group("dp2")
+    return piece(m, clock=Clock(hour - 1, 60 - minutes), **_daypart_fields(dp))
+
+
+def _nth_day_of_month(m: re.Match[str]) -> Piece:
+    """每月第一天 = 每月1號."""
+    day = _num(m.group("k"))
+    if day is None or not 1 <= day <= 31:
+        return problem(m, "bad_date")
+    return piece(m, recurrence=MonthlyDays((day,)))
+
+
+def _except(m: re.Match[str]) -> Piece:
+    words = m.group("off")
+    if "末" in words:
+        days = frozenset({5, 6}) | day_list(words.replace("末", ""))
+    elif "工作日" in words or "平日" in words:
+        days = frozenset(range(5))
+    else:
+        days = day_list(words)
+    return common.except_piece(m, days)
+
+
 def day_list(text: str) -> frozenset[int]:
     """一三五 -> Mon, Wed, Fri; 一到五 / 一至週五 -> Monday..Friday."""
     items: list[int | None] = []
@@ -454,6 +513,21 @@ _OFFSET = (
     rf"(?P<n>\d+\.\d+|{ZH_NUM})?(?P<half>個半|个半|半)?(?:個|个)?(?P<u>{_UNITS})(?P<half2>半)?"
 )
 _WORKDAY = r"(?:每(?:一)?(?:個|个)?)?(?:工作日|上班日)"
+_BUT = r"但是?|不過|不过|可是|只是"
+_EXCEPT_PRE = r"(?:除了|除開|除开|除去|不含|不包括|不包含|排除)"
+_EXCEPT_POST = (
+    r"(?:除外|不要|不用|不必|休息|跳過|跳过|不算|不執行|不执行|不提醒|暫停|暂停|不發|不发)"
+)
+_OFF_DAYS = (
+    rf"(?:{WEEK}{DAYLIST}|(?:每(?:個|个)?)?(?:週|周)末(?:兩天|两天)?|(?:每(?:個|个)?)?(?:工作日|平日))"
+)
+_OFF_OTHER = (
+    r"(?:國定|国定|法定|公眾|公众|國|国|例)?(?:假日|假期|節假日|节假日|連假|连假|節日|节日|颱風假|台风假)"
+    r"|下雨天?|雨天"
+)
+_SAME_TIME = (
+    r"(?:這個|这个|這|这|此|同一個|同一个|同一|相同的?|同樣的?|同样的?)\s*(?:時候|时候|時間|时间|時刻|时刻)"
+)
 
 
 
@@ -470,6 +544,36 @@ _COLON_WINDOW = (
 )
 
 RULES: list[Rule] = [
+    # Exceptions: 週六週日除外, 除了週末, 但週末不要; holidays and dates are refused, never dropped.
+    rule(rf"(?:{_BUT})?{_EXCEPT_PRE}\s*(?P<off>{_OFF_DAYS})(?:以外|之外)?", _except),
+    rule(rf"(?:{_BUT})?(?P<off>{_OFF_DAYS})\s*(?:都|也)?{_EXCEPT_POST}", _except),
+    rule(rf"(?:{_BUT})?{_EXCEPT_PRE}\s*(?:{_OFF_OTHER}|{_HOLIDAY}|\d|{ZH_NUM}\s*[月號号日])",
+         _fail("exception")),
+    rule(rf"(?:{_BUT})?(?:{_OFF_OTHER}|{_HOLIDAY})\s*(?:都|也)?{_EXCEPT_POST}", _fail("exception")),
+    # Days counted from the end of a month or quarter; working days (Monday to Friday).
+    rule(
+        rf"每(?:一)?(?:個|个)?(?P<per>月|季度?)(?:的)?(?:倒數|倒数)第\s*(?P<k>{DAYNUM})\s*[天日]"
+        rf"|每(?:一)?(?:個|个)?(?P<per_>月|季度?)(?:的)?(?:月底|季底|季末|最後一天|最后一天)(?:之)?前\s*"
+        rf"(?P<n>{DAYNUM})\s*[天日]",
+        _from_end,
+    ),
+    rule(
+        r"每(?:一)?(?:個|个)?(?P<per>月|季度?)(?:的)?(?:第\s*(?P<wn>[一二三四五1-5])\s*(?:個|个)?"
+        r"|(?P<wlast>(?:倒數|倒数)第\s*(?P<wback>[一二三四五1-5])\s*(?:個|个)?"
+        r"|最後一個|最后一个|最後|最后))\s*(?:工作日|上班日|營業日|营业日)",
+        _from_end,
+    ),
+    rule(rf"每(?:一)?(?:個|个)?月(?:的)?第\s*(?P<k>{DAYNUM})\s*天", _nth_day_of_month),
+    # 明天這個時候, 下週同一時間: the clock of the request.
+    rule(rf"下(?:個|个)?(?P<u>{WEEK}|月)(?:的)?\s*(?:這|这)?{_SAME_TIME}",
+         lambda m: piece(m, offset=Offset(1, "month" if m.group("u") == "月" else "week"))),
+    rule(rf"(?:在)?{_SAME_TIME}", common.same_time_piece),
+    # 八點差一刻, 差五分八點: minutes before the hour.
+    rule(
+        rf"(?P<dp>{DP})?\s*(?P<h>{HOUR})\s*(?:點|点)(?:鐘|钟)?\s*差\s*(?P<k>一刻|三刻|{MINNUM}\s*分?(?:鐘|钟)?)"
+        rf"|(?P<dp2>{DP})?\s*差\s*(?P<k2>一刻|三刻|{MINNUM}\s*分(?:鐘|钟)?)\s*(?P<h2>{HOUR})\s*(?:點|点)(?:鐘|钟)?",
+        lambda m: _to_hour(m),
+    ),
     # Recurrence
     rule(
         r"每(?:一)?(?:個|个)?半年",
@@ -526,7 +630,13 @@ RULES: list[Rule] = [
         _monthly_nth,
     ),
     rule(rf"每(?:一)?年(?:的)?(?P<m>{MONTHNUM})月(?P<d>{DAYNUM})(?:日|號|号)?", _yearly),
-    rule(rf"(?P<every>每年(?:的)?|每逢)?{_HOLIDAY}", _holiday),
+    rule(
+        rf"(?P<every>每年(?:的)?|每逢)?{_HOLIDAY}(?:(?:的)?(?P<dir>前|後|后)\s*(?P<sn>{ZH_NUM})\s*"
+        rf"(?:(?:個|个)?(?P<su>天|日|週|周|星期|禮拜|礼拜))|(?:的)?(?P<next>隔天|翌日|次日|第二天))?",
+        _holiday,
+    ),
+    # 聖誕節前, 母親節以後: a bound, not a day; refused rather than read as the holiday.
+    rule(rf"{_HOLIDAY}(?:之|以)?(?:前|後|后)", _fail("approximate")),
     rule(
         rf"(?P<every>每年(?:的)?)?(?:農曆|农历|陰曆|阴历|舊曆|旧历)(?P<leap>閏|闰)?"
         rf"(?P<m>{_LUNAR_MONTH})月(?P<d>{_LUNAR_DAY})(?:日|號|号)?",
@@ -540,7 +650,7 @@ RULES: list[Rule] = [
     ),
     rule(_REGIONAL, _fail("region_holiday", weak=True, guards="day")),
     rule(_SOLAR_TERMS, _fail("solar_term", weak=True, guards="day")),
-    rule(r"(?P<name>[\u4e00-\u9fff]{1,3}(?:節|节))", _unknown_festival),
+    rule(r"(?P<name>[\u4e00-\u9fff]{1,3}(?:節|节))(?!假)", _unknown_festival),
     # One-time dates
     rule(r"今天|今日|明天|明日|後天|后天|大後天|大后天", _relative_day),
     rule(r"昨天|昨日|前天|昨晚", _fail("passed")),

@@ -54,6 +54,20 @@ _LIST = re.compile(
 _DATED = (AbsDate, SlashDate, NthWeekdayRef, HolidayRef, DayOfMonth, MonthRef)
 
 
+# A word that makes the time words after it an exception or a contrast ("but on weekends at 9",
+# 但週末九點, 除了): such time words belong to the time expression, so if they were not read the
+# request is refused; they never drop into the task text.
+_CONTRAST_BEFORE = re.compile(
+    r"(?:\b(?:but|except(?:\s+for)?|excluding|apart\s+from|other\s+than|not|never)"
+    r"|但是?|不過|不过|可是|除了|除開|除开|除去|不含|不包括)[\s,，、:：(（]*$",
+    re.IGNORECASE,
+)
+_CONTRAST_AFTER = re.compile(r"^[\s,，、)）]*(?:都|也)?(?:除外|不要|不用|休息|跳過|跳过|excluded|excepted)",
+                             re.IGNORECASE)
+_BUT = re.compile(r"but\b|但|不過|不过|可是", re.IGNORECASE)
+_EXCEPT_WORD = re.compile(r"除外|除了|\bexcept\b|\bexcluding\b", re.IGNORECASE)
+
+
 class Unreadable(Exception):
     """Raised with the Problem to report; ``parse`` turns it into a ParseError in the user's
     language."""
@@ -135,6 +149,31 @@ def select(pieces: list[Piece], text: str) -> tuple[list[Piece], list[Piece]]:
     kept.sort(key=lambda p: p.start)
     kept_ids = {id(p) for p in kept}
     return kept, [p for p in pieces if id(p) not in kept_ids]
+
+
+def guard_exceptions(dropped: list[Piece], kept: list[Piece], text: str) -> None:
+    """Refuse a time word left out of the expression right after "but" / "except" / 但 / 除了
+    (or before 除外), and an exception word left over next to the expression: an exception or
+    a contrast that was not read is never dropped into the task."""
+    for p in dropped:
+        before = text[max(0, p.start - 24) : p.start]
+        after = text[p.end : p.end + 12]
+        found = _CONTRAST_BEFORE.search(before)
+        if found is not None:
+            key = "contrast" if _BUT.match(found.group(0)) else "exception"
+            raise fail(key, text[p.start - len(found.group(0)) : p.end].strip())
+        found = _CONTRAST_AFTER.match(after)
+        if found is not None:
+            raise fail("exception", text[p.start : p.end + found.end()].strip())
+    for word in _EXCEPT_WORD.finditer(text):
+        if any(k.start <= word.start() < k.end for k in kept):
+            continue
+        # Next to a piece of the time expression (only spaces and commas between): unread.
+        for k in kept:
+            gap = text[k.end : word.start()] if k.end <= word.start() else text[word.end() : k.start]
+            if len(gap) <= 3 and not gap.strip(" ,，、（()）"):
+                start, end = min(k.start, word.start()), max(k.end, word.end())
+                raise fail("exception", text[start:end].strip())
 
 
 def _said_elsewhere(p: Piece, strong: list[Piece]) -> bool:

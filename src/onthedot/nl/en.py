@@ -496,7 +496,7 @@ RULES: list[Rule] = [
     rule(
         rf"{_EXCEPT}\s+(?:on\s+|for\s+|during\s+|in\s+|when\s+|if\s+)?(?:the\s+|a\s+)?"
         r"(?:(?:public|bank|national|federal|school|company|official|statutory|legal)\s+)?"
-        rf"(?:holidays?|vacations?|{HOLIDAY}|{MONTH}(?![a-z])|\d|{EN_ORD}\b|first\b|last\b"
+        rf"(?:holidays?|vacations?|{HOLIDAY}|{MONTH}(?![a-z])|\d+\w*|{EN_ORD}\b|first\b|last\b"
         r"|it\b|there\b|days?\b|weeks?\b|months?\b|every\b|each\b|today\b|tomorrow\b)",
         _fail("exception"),
     ),

@@ -213,15 +213,22 @@ _MESSAGES: dict[str, tuple[str, str, str, str]] = {
         "a date between 1901 and 2099",
     ),
     "exception": (
-        "I can't leave out “{field}”: only weekdays can be left out of a daily or weekly "
-        "schedule (e.g. “every day at 7 except weekends”); holidays are not known here, so "
-        "say the days to run instead.",
+        "I can't leave out “{field}”: only days of the week can be left out of a daily or "
+        "weekly schedule (e.g. “every day at 7 except weekends”); holidays, dates and "
+        "conditions are not read, so say the days to run instead.",
         "無法排除「{field}」：只能從每天或每週的排程中排除星期幾（例如「每天七點，週末除外」）；"
-        "這裡不知道假日，請直接說要在哪幾天執行。",
+        "假日、日期和條件都讀不了，請直接說要在哪幾天執行。",
         "无法排除“{field}”：只能从每天或每周的安排中排除星期几（例如“每天七点，周末除外”）；"
-        "这里不知道假日，请直接说要在哪几天执行。",
+        "假日、日期和条件都读不了，请直接说要在哪几天执行。",
         "an exception of weekdays from a daily or weekly schedule: every day except weekends, "
         "每天早上七點週六週日除外, weekdays except Monday",
+    ),
+    "contrast": (
+        "“{field}” gives some days another time or rule, which is not read here; create one "
+        "task for each schedule (e.g. “every weekday at 8” and “every weekend at 9”).",
+        "「{field}」讓某些日子用另一個時間或規則，這裡讀不了；請分別建立（例如「每個工作日八點」和「每週末九點」）。",
+        "“{field}”让某些日子用另一个时间或规则，这里读不了；请分别创建（例如“每个工作日八点”和“每周末九点”）。",
+        "one schedule per task: every weekday at 8 / every weekend at 9",
     ),
     "exception_all": (
         "“{field}” leaves out every day the schedule has; which days should it run?",

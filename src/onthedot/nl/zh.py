@@ -547,6 +547,8 @@ RULES: list[Rule] = [
     # Exceptions: 週六週日除外, 除了週末, 但週末不要; holidays and dates are refused, never dropped.
     rule(rf"(?:{_BUT})?{_EXCEPT_PRE}\s*(?P<off>{_OFF_DAYS})(?:以外|之外)?", _except),
     rule(rf"(?:{_BUT})?(?P<off>{_OFF_DAYS})\s*(?:都|也)?{_EXCEPT_POST}", _except),
+    # 六日除外, 六、日除外: weekday numerals alone, only before 除外 (六日 may be the 6th).
+    rule(rf"(?P<off>{_DAYC}(?:[、,，和及與与跟]?{_DAYC})*)\s*(?:都|也)?除外", _except),
     rule(rf"(?:{_BUT})?{_EXCEPT_PRE}\s*(?:{_OFF_OTHER}|{_HOLIDAY}|\d|{ZH_NUM}\s*[月號号日])",
          _fail("exception")),
     rule(rf"(?:{_BUT})?(?:{_OFF_OTHER}|{_HOLIDAY})\s*(?:都|也)?{_EXCEPT_POST}", _fail("exception")),

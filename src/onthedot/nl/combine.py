@@ -62,8 +62,9 @@ _CONTRAST_BEFORE = re.compile(
     r"|但是?|不過|不过|可是|除了|除開|除开|除去|不含|不包括)[\s,，、:：(（]*$",
     re.IGNORECASE,
 )
-_CONTRAST_AFTER = re.compile(r"^[\s,，、)）]*(?:都|也)?(?:除外|不要|不用|休息|跳過|跳过|excluded|excepted)",
-                             re.IGNORECASE)
+_CONTRAST_AFTER = re.compile(
+    r"^[\s,，、)）]*(?:都|也)?(?:除外|不要|不用|休息|跳過|跳过|excluded|excepted)", re.IGNORECASE
+)
 _BUT = re.compile(r"but\b|但|不過|不过|可是", re.IGNORECASE)
 _EXCEPT_WORD = re.compile(r"除外|除了|\bexcept\b|\bexcluding\b", re.IGNORECASE)
 
@@ -170,7 +171,8 @@ def guard_exceptions(dropped: list[Piece], kept: list[Piece], text: str) -> None
             continue
         # Next to a piece of the time expression (only spaces and commas between): unread.
         for k in kept:
-            gap = text[k.end : word.start()] if k.end <= word.start() else text[word.end() : k.start]
+            a, b = (k.end, word.start()) if k.end <= word.start() else (word.end(), k.start)
+            gap = text[a:b]
             if len(gap) <= 3 and not gap.strip(" ,，、（()）"):
                 start, end = min(k.start, word.start()), max(k.end, word.end())
                 raise fail("exception", text[start:end].strip())

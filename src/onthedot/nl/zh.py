@@ -610,7 +610,9 @@ RULES: list[Rule] = [
         r"每(?:一)?(?:個|个)?早上|每早",
         _fixed(recurrence=Daily(), daypart=Daypart.MORNING),
     ),
-    rule(rf"{_EVERY}{WEEK}(?:的)?(?:{WEEK})?(?P<days>{DAYLIST})", _weekly),
+    # 每週一，週二除外: the days before 除外 are the exception, not more days of the list.
+    rule(rf"{_EVERY}{WEEK}(?:的)?(?:{WEEK})?(?P<days>{DAYLIST})(?!\s*(?:都|也)?{_EXCEPT_POST})",
+         _weekly),
     rule(rf"{WEEK}(?P<days>{_DAYC}(?:到|至|-|~){WEEK}?{_DAYC})", _weekday_range),
     rule(
         r"每(?:一)?(?:個|个)?(?:週|周)末",

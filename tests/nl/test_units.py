@@ -104,8 +104,25 @@ def test_language_codes() -> None:
          "every day at 07:30 and 22:00", "每天 07:30、22:00", "每天 07:30、22:00"),
         ("0 9-17 * * 1-5", "every weekday, every hour from 09:00 to 17:00",
          "每個工作日 09:00 至 17:00 每小時", "每个工作日 09:00 至 17:00 每小时"),
-        ("0 9 1 1,4,7,10 *", "on day 1 of January, April, July and October at 09:00",
-         "每年1、4、7、10月的1日 09:00", "每年1、4、7、10月的1日 09:00"),
+        # A quarter's days are said so that the sentence reads back to the same schedule.
+        ("0 9 1 1,4,7,10 *", "on the 1st of every quarter at 09:00",
+         "每季1日 09:00", "每季1日 09:00"),
+        ("0 9 15 2,5,8,11 *", "on day 15 of February, May, August and November at 09:00",
+         "每年2、5、8、11月的15日 09:00", "每年2、5、8、11月的15日 09:00"),
+        ("RRULE:FREQ=MONTHLY;BYMONTH=3,6,9,12;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1;BYHOUR=18;"
+         "BYMINUTE=0;BYSECOND=0", "on the last working day of every quarter at 18:00",
+         "每季最後一個工作日 18:00", "每季最后一个工作日 18:00"),
+        ("RRULE:FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=2;BYHOUR=9;BYMINUTE=0;BYSECOND=0",
+         "on the second working day of every month at 09:00",
+         "每月第二個工作日 09:00", "每月第二个工作日 09:00"),
+        ("RRULE:FREQ=MONTHLY;BYMONTHDAY=-3;BYHOUR=9;BYMINUTE=0;BYSECOND=0",
+         "on the 3rd-to-last day of every month at 09:00", "每月倒數第3天 09:00",
+         "每月倒数第3天 09:00"),
+        # A position among other days is not what the words would say: shown as written.
+        ("RRULE:FREQ=MONTHLY;BYDAY=MO,WE;BYSETPOS=-1;BYHOUR=9;BYMINUTE=0;BYSECOND=0",
+         "RRULE:FREQ=MONTHLY;BYDAY=MO,WE;BYSETPOS=-1;BYHOUR=9;BYMINUTE=0;BYSECOND=0",
+         "RRULE:FREQ=MONTHLY;BYDAY=MO,WE;BYSETPOS=-1;BYHOUR=9;BYMINUTE=0;BYSECOND=0",
+         "RRULE:FREQ=MONTHLY;BYDAY=MO,WE;BYSETPOS=-1;BYHOUR=9;BYMINUTE=0;BYSECOND=0"),
         ("DTSTART;TZID=Asia/Taipei:20261204T150000\n"
          "RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=FR;BYHOUR=15;BYMINUTE=0;BYSECOND=0",
          "every 2 weeks on Friday at 15:00, starting 2026-12-04",

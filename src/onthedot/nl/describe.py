@@ -172,13 +172,30 @@ def _cron(fields: list[str], language: Language) -> str:
 
 
 def _in_months(months: list[int], days: list[int], at: str, language: Language) -> str:
-    """on day 1 of January, April, July and October at 09:00 / 1、4、7、10月的1日 09:00."""
+    """on day 1 of January, April, July and October at 09:00 / 1、4、7、10月的1日 09:00; a
+    quarter's first days and last day said as such ("on the 1st of every quarter", 每季1日),
+    so that the sentence reads back to the same schedule."""
+    quarter = (months == [1, 4, 7, 10] and all(d > 0 for d in days)) or (
+        months == [3, 6, 9, 12] and days == [-1])
+    half = months == [1, 7] and all(d > 0 for d in days)
+    if quarter or half:
+        if language == "en":
+            which = "the last day" if days == [-1] else _and([_en_ordinal(d) for d in days])
+            return f"on {which} of every {'quarter' if quarter else 'half-year'} at {at}"
+        which = zh_word("last_day", language) if days == [-1] else "、".join(map(str, days)) + "日"
+        return f"{'每季' if quarter else '每半年'}{which} {at}"
     if language == "en":
         names = [_EN_MONTHS[m - 1] for m in months]
         which = "the last day" if days == [-1] else f"{_day_word(days)} {_and(days)}"
         return f"on {which} of {_and(names)} at {at}"
     which = zh_word("last_day", language) if days == [-1] else "、".join(map(str, days)) + "日"
     return f"每年{'、'.join(map(str, months))}月的{which} {at}"
+
+
+def _en_ordinal(day: int) -> str:
+    """1 -> "the 1st", 22 -> "the 22nd"."""
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(day % 10 if day % 100 not in (11, 12, 13) else 0)
+    return f"the {day}{suffix or 'th'}"
 
 
 def _plural_days(days: list[int]) -> str:

@@ -348,6 +348,13 @@ def _holiday(m: re.Match[str]) -> Piece:
     return piece(m, date=HolidayRef(key))
 
 
+def _lunar(m: re.Match[str]) -> Piece:
+    month, day = int(m.group("m")), int(m.group("d"))
+    if not (1 <= month <= 12 and 1 <= day <= 30):
+        return problem(m, "bad_date")
+    return piece(m, date=HolidayRef(f"lunar:{month}:{day}"))
+
+
 def _unknown_holiday(m: re.Match[str]) -> Piece | None:
     if holiday_key(m.group("name")) is not None:
         return None  # a holiday we know: its own rule reads it
@@ -627,6 +634,8 @@ RULES: list[Rule] = [
         _holiday,
     ),
     rule(rf"{_ON}{_SHIFT}(?:the\s+)?{HOLIDAY}(?P<every>\s+(?:every|each)\s+year)?", _holiday),
+    # "lunar 8/15" (month/day of the Chinese calendar), as the confirmation says a lunar date.
+    rule(r"\b(?:on\s+)?lunar\s+(?P<m>\d{1,2})/(?P<d>\d{1,2})\b", lambda m: _lunar(m)),
     # "before Christmas", "by Thanksgiving": a bound, not a day; refused rather than read as it.
     rule(rf"\b(?:before|after|by|until|till|around|prior\s+to)\s+(?:the\s+)?{HOLIDAY}",
          _fail("approximate")),

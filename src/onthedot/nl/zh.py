@@ -508,7 +508,8 @@ def _yearly(m: re.Match[str]) -> Piece:
 _APPROX = r"多|左右|前後|前后|上下|以前|之前|前|以後|之後|之后|以后"
 # Words that start a day reference, to tell 從明天開始 (a bound) from 從頭開始 (prose).
 _WHEN = rf"今天|明天|後天|后天|下|本|這|这|{WEEK}|\d|[一二三四五六七八九十]+[月號号日]"
-_EVERY = rf"每(?P<gap>隔)?\s*(?P<n>{ZH_NUM})?(?:個|个)?"
+# 每 3 天, 每 2 週的週五: the confirmation writes the count with spaces, and reads back.
+_EVERY = rf"每(?P<gap>隔)?\s*(?P<n>{ZH_NUM})?\s*(?:個|个)?"
 _OFFSET = (
     rf"(?P<n>\d+\.\d+|{ZH_NUM})?(?P<half>個半|个半|半)?(?:個|个)?(?P<u>{_UNITS})(?P<half2>半)?"
 )
@@ -600,7 +601,7 @@ RULES: list[Rule] = [
         r"上班時間|上班时间|工作時間|工作时间|辦公時間|办公时间|上班時段|上班时段",
         _fail("need_hours"),
     ),
-    rule(rf"{_EVERY}(?P<half>半)?(?:個|个)?(?P<u>{_UNITS}|年)", _interval),
+    rule(rf"{_EVERY}(?P<half>半)?(?:個|个)?\s*(?P<u>{_UNITS}|年)", _interval),
     rule(r"天天|每一天", _fixed(recurrence=Daily())),
     rule(
         r"每晚|每夜|每(?:一)?(?:個|个)?晚上",

@@ -44,8 +44,10 @@ DAY_ANY = (
 )
 _SEP = r"\s*(?:,\s*(?:and\s+)?|\band\b|&|/|\bor\b)\s*"
 _RANGE = r"\s*(?:-|\bto\b|\bthrough\b|\bthru\b|\buntil\b|\btill\b)\s*"
-DAYLIST = rf"\b{DAY_ANY}s?\b(?:(?:{_SEP}|{_RANGE}){DAY_ANY}s?\b)*"
-PLURALS = rf"\b{DAY_FULL}s\b(?:(?:{_SEP}|{_RANGE}){DAY_FULL}s\b)*"
+# Lists are bounded (a week has seven days, a month 31): a list followed by a word it needs
+# ("... excluded") is then tried in constant time at each position, not to the end of the text.
+DAYLIST = rf"\b{DAY_ANY}s?\b(?:(?:{_SEP}|{_RANGE}){DAY_ANY}s?\b){{0,13}}"
+PLURALS = rf"\b{DAY_FULL}s\b(?:(?:{_SEP}|{_RANGE}){DAY_FULL}s\b){{0,13}}"
 MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
@@ -55,7 +57,7 @@ MD = (
     rf"(?:(?P<mon>{MONTH})\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b"
     rf"|(?:the\s+)?(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon2>{MONTH})(?![a-z]))"
 )
-ORDLIST = rf"(?:the\s+)?{EN_ORD}\b(?:\s*(?:,|\band\b|&)\s*(?:the\s+)?{EN_ORD}\b)*"
+ORDLIST = rf"(?:the\s+)?{EN_ORD}\b(?:\s*(?:,|\band\b|&)\s*(?:the\s+)?{EN_ORD}\b){{0,30}}"
 NTH = r"(?:first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)"
 UNIT = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?)"
 NUMBER = rf"(?:\d+\.\d+|{EN_NUM})"  # 1.5 hours
@@ -450,7 +452,7 @@ HOLIDAY = (
 _OTHER_HOLIDAY = (
     r"(?P<name>diwali|deepavali|hanukk?ah|chanukah|ramadan|eid(?:\s+al[-\s]\w+)?|passover"
     r"|yom\s+kippur|rosh\s+hashanah|holi|vesak|songkran|purim|lent|ash\s+wednesday|pentecost"
-    r"|whitsun|ascension\s+day|mothering\s+sunday|(?-i:[A-Z][\w.']*(?:\s+[A-Z][\w.']*)*"
+    r"|whitsun|ascension\s+day|mothering\s+sunday|(?-i:[A-Z][\w.']{0,30}(?:\s+[A-Z][\w.']{0,30}){0,4}"
     r"\s+(?:Day|Eve|Festival)))\b"
 )
 
@@ -723,7 +725,7 @@ RULES: list[Rule] = [
         rf"(?:\s*{common.AMPM}|\b)",
         _past,
     ),
-    rule(rf"\bat\s+(?P<list>{TIME}(?:\s*,\s*{TIME})*(?:\s*,)?\s+and\s+{TIME})", _time_list),
+    rule(rf"\bat\s+(?P<list>{TIME}(?:\s*,\s*{TIME}){{0,23}}(?:\s*,)?\s+and\s+{TIME})", _time_list),
     rule(rf"\bbetween\s+(?P<a>{TIME})\s+and\s+(?P<b>{TIME})", _window),
     rule(rf"\bfrom\s+(?P<a>{TIME})\s+(?:to|till|until|through|-)\s+(?P<b>{TIME})", _window),
     # "9 tonight", "8 tomorrow morning": a bare hour right before the day that places it.

@@ -39,7 +39,8 @@ _DAY_CHARS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日":
 # A weekday numeral is not one when a clock marker follows: 每週一三點 is Monday at 3.
 _DAYC = r"[一二三四五六日天](?![點点時时:次])"  # 每三週一次 is "once every three weeks"
 _DAYC_NO_TIAN = r"[一二三四五六日](?![點点時时:次])"  # 每週六天 is "six days a week", not Sunday
-DAYLIST = rf"{_DAYC}(?:(?:[、,，和及與与跟/]|到|至|-|~)?(?:{WEEK}{_DAYC}|{_DAYC_NO_TIAN}))*"
+# Bounded, as in English: a list followed by a word it needs (除外) is tried in constant time.
+DAYLIST = rf"{_DAYC}(?:(?:[、,，和及與与跟/]|到|至|-|~)?(?:{WEEK}{_DAYC}|{_DAYC_NO_TIAN})){{0,13}}"
 HOUR = r"(?:\d{1,2}|[零〇一二兩两三四五六七八九十]{1,3})"
 MINNUM = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
 DAYNUM = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
@@ -549,7 +550,7 @@ RULES: list[Rule] = [
     rule(rf"(?:{_BUT})?{_EXCEPT_PRE}\s*(?P<off>{_OFF_DAYS})(?:以外|之外)?", _except),
     rule(rf"(?:{_BUT})?(?P<off>{_OFF_DAYS})\s*(?:都|也)?{_EXCEPT_POST}", _except),
     # 六日除外, 六、日除外: weekday numerals alone, only before 除外 (六日 may be the 6th).
-    rule(rf"(?P<off>{_DAYC}(?:[、,，和及與与跟]?{_DAYC})*)\s*(?:都|也)?除外", _except),
+    rule(rf"(?P<off>{_DAYC}(?:[、,，和及與与跟]?{_DAYC}){{0,6}})\s*(?:都|也)?除外", _except),
     rule(rf"(?:{_BUT})?{_EXCEPT_PRE}\s*(?:{_OFF_OTHER}|{_HOLIDAY}|\d|{ZH_NUM}\s*[月號号日])",
          _fail("exception")),
     rule(rf"(?:{_BUT})?(?:{_OFF_OTHER}|{_HOLIDAY})\s*(?:都|也)?{_EXCEPT_POST}", _fail("exception")),
@@ -622,7 +623,7 @@ RULES: list[Rule] = [
     rule(_WORKDAY, _fixed(recurrence=Weekly(frozenset(range(5))))),
     rule(r"每(?:個|个)?平日", _fixed(recurrence=Weekly(frozenset(range(5))))),
     rule(
-        rf"{_EVERY}月(?:的)?(?P<days>(?:{DAYNUM}(?:號|号|日)?[、,，和及與与跟])*{DAYNUM})(?:號|号|日)",
+        rf"{_EVERY}月(?:的)?(?P<days>(?:{DAYNUM}(?:號|号|日)?[、,，和及與与跟]){{0,30}}{DAYNUM})(?:號|号|日)",
         _monthly,
     ),
     rule(

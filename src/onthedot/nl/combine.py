@@ -179,6 +179,10 @@ def guard_exceptions(dropped: list[Piece], kept: list[Piece], text: str) -> None
 
 
 def _said_elsewhere(p: Piece, strong: list[Piece]) -> bool:
+    if p.problem is None and p.guards == "day":
+        # "the quarterly figures": the day said elsewhere wins, unless it completes the rule
+        # ("send the quarterly report on the 15th": quarterly on the 15th).
+        return any(s.sets_day and not _completes(p, s) for s in strong)
     if p.problem is not None:
         # "after lunch" away from the time expression is the task's, once a time is said; an
         # unknown holiday once a day is said. Until then it could change the time: refused.
@@ -190,6 +194,13 @@ def _said_elsewhere(p: Piece, strong: list[Piece]) -> bool:
     if p.sets_clock and any(s.sets_clock for s in strong):
         return True
     return p.sets_day and any(s.sets_day for s in strong)
+
+
+def _completes(p: Piece, day: Piece) -> bool:
+    """Whether ``day`` only names the day of the month ``p``'s quarterly rule lacks."""
+    rec = p.recurrence
+    return (isinstance(rec, MonthlyDays) and not rec.day_given and isinstance(day.date, DayOfMonth)
+            and day.recurrence is None and day.offset is None and not day.immediate)
 
 
 def merge(kept: list[Piece], text: str) -> Spec:

@@ -383,15 +383,17 @@ def _from_end(m: re.Match[str]) -> Piece:
 
 
 def _adjective(m: re.Match[str]) -> Piece:
+    """hourly/daily/nightly/quarterly before a noun: the repetition unless another word gives
+    the day (guards="day": "on 1 May send the quarterly figures" keeps it in the task)."""
     word = m.group(0).lower()
     if word == "hourly":
-        return piece(m, recurrence=Every.minutes(60), weak=True)
+        return piece(m, recurrence=Every.minutes(60), weak=True, guards="day")
     if word == "nightly":
-        return piece(m, recurrence=Daily(), daypart=Daypart.EVENING, weak=True)
+        return piece(m, recurrence=Daily(), daypart=Daypart.EVENING, weak=True, guards="day")
     if word == "quarterly":
         found = MonthlyDays((1,), months=QUARTERS, day_given=False)
-        return piece(m, recurrence=found, weak=True)
-    return piece(m, recurrence=Daily(), weak=True)
+        return piece(m, recurrence=found, weak=True, guards="day")
+    return piece(m, recurrence=Daily(), weak=True, guards="day")
 
 
 def _except(m: re.Match[str]) -> Piece:

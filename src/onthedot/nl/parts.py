@@ -241,6 +241,8 @@ class Piece:
     exclude: frozenset[int] | None = None
     # A problem that only matters if nothing else gives what it would have given: "clock" for
     # "after lunch" (moot once a time is said), "day" for an unknown holiday; None: always.
+    # On a weak piece that is no problem, "day": dropped when another word gives the day
+    # ("the daily report" on 1 May), kept otherwise ("daily standup at 9").
     guards: Literal["clock", "day"] | None = None
     # A weak piece may be ordinary prose ("看一點書", "the morning news"): it only counts when it
     # touches a strong piece, or (if ``stands_alone``) when nothing strong says the same thing.

@@ -370,7 +370,8 @@ def _from_end(m: re.Match[str]) -> Piece:
     quarter = "quarter" in m.group(0).lower()
     if m.group("wn"):
         word = " ".join(m.group("wn").lower().replace("-", " ").split())
-        nth = -2 if word in ("second last", "second to last", "penultimate") else en_ordinal(word)
+        nth = -2 if word in ("second last", "second to last", "penultimate") else (
+            -1 if word == "final" else en_ordinal(word))
         return common.workday_piece(m, nth, quarter)
     if m.group("pen"):
         return common.month_end_piece(m, 2, quarter)
@@ -481,7 +482,7 @@ _SHIFT = (
 _FROM_END = (
     rf"(?:the\s+)?(?:(?P<k>{EN_ORD}|second)[\s-]+(?:to[\s-]+)?last\s+day|(?P<pen>penultimate)\s+day"
     rf"|(?P<n>{EN_NUM}|a|one)\s+days?\s+before\s+the\s+(?:end|last\s+day)"
-    r"|(?P<wn>first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th|last"
+    r"|(?P<wn>first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th|last|final"
     r"|second[\s-]+(?:to[\s-]+)?last|penultimate)\s+(?:working|work|business|week)\s*day)"
 )
 # Followed by a word that is not part of a time expression: an adjective ("the daily report").
@@ -513,6 +514,13 @@ RULES: list[Rule] = [
     ),
     rule(r"\b(?:(?:public|bank|national|federal)\s+)?holidays\s+(?:excluded|excepted|off|skipped)\b",
          _fail("exception")),
+    # "except weekends and holidays": the days are read only if all of the exception is.
+    rule(
+        rf"{_EXCEPT}\s+(?:on\s+|for\s+)?(?:the\s+)?{_OFF_DAYS}\s*(?:,\s*|\band\s+|\bor\s+|&\s*)"
+        r"(?:on\s+|the\s+)?(?:(?:public|bank|national|federal|school|company)\s+)?"
+        r"(?:holidays?|vacations?)\b",
+        _fail("exception"),
+    ),
     # Days counted from the end of the month, working days.
     rule(rf"{_ON}{_FROM_END}\s+(?:of|in)\s+(?:every|each)\s+(?P<per>month|quarter)\b", _from_end),
     rule(

@@ -88,8 +88,8 @@ def to_params(
     if spec.count is not None:
         if not times and spec.window is None:
             raise fail("need_times", _text(spec, "count"))
-        if len(times) != spec.count:
-            raise fail("count_mismatch", _text(spec, "count"), n=spec.count, given=len(times))
+        if len(set(times)) != spec.count:  # "twice a day at 8 and 8pm" is one time
+            raise fail("count_mismatch", _text(spec, "count"), n=spec.count, given=len(set(times)))
     if spec.exclude:
         spec.recurrence = _without_days(spec)
     if spec.recurrence is not None:
@@ -154,9 +154,9 @@ def _text(spec: Spec, name: str) -> str:
 
 def times_of_day(spec: Spec) -> tuple[list[TimeOfDay], tuple[Problem, ...]]:
     """Each slot's time; a slot with no part of the day takes the previous slot's when its hour
-    fits it (晚上八點和十點 = 20:00 and 22:00). A bare hour smaller than the time before it is
-    the evening's when that puts it after ("twice a day at 9 and 6" = 09:00 and 18:00), and a
-    note says so."""
+    fits it (晚上八點和十點 = 20:00 and 22:00). A bare hour not after the time before it is the
+    afternoon's or evening's when that puts it after ("twice a day at 9 and 6" = 09:00 and
+    18:00), and a note says so."""
     times: list[TimeOfDay] = []
     notes: list[Problem] = []
     previous: Daypart | None = None
@@ -165,7 +165,9 @@ def times_of_day(spec: Spec) -> tuple[list[TimeOfDay], tuple[Problem, ...]]:
         clock = slot.clock
         if bare and clock is not None and 1 <= clock.hour <= 11:
             before = times[-1] if times and not times[-1].shift else None
-            if before is not None and _minute(tod) < _minute(before) < _minute(tod) + 720:
+            # Not after the time before it: "at 9 and 6", "at 8 and 8" (twice the same is
+            # not what anyone means).
+            if before is not None and _minute(tod) <= _minute(before) < _minute(tod) + 720:
                 notes.append(_evening_note(clock.hour, clock.minute, before))
                 tod = TimeOfDay(tod.hour + 12, tod.minute)
             else:

@@ -558,16 +558,20 @@ RULES: list[Rule] = [
     rule(
         rf"每(?:一)?(?:個|个)?(?P<per>月|季度?)(?:的)?(?:倒數|倒数)第\s*(?P<k>{DAYNUM})\s*[天日]"
         rf"|每(?:一)?(?:個|个)?(?P<per_>月|季度?)(?:的)?(?:月底|季底|季末|最後一天|最后一天)(?:之)?前\s*"
-        rf"(?P<n>{DAYNUM})\s*[天日]",
+        rf"(?P<n>{ZH_NUM})\s*[天日]",
         _from_end,
     ),
     rule(
         r"每(?:一)?(?:個|个)?(?P<per>月|季度?)(?:的)?(?:第\s*(?P<wn>[一二三四五1-5])\s*(?:個|个)?"
         r"|(?P<wlast>(?:倒數|倒数)第\s*(?P<wback>[一二三四五1-5])\s*(?:個|个)?"
-        r"|最後一個|最后一个|最後|最后))\s*(?:工作日|上班日|營業日|营业日)",
+        r"|最後一個|最后一个|最後|最后))\s*(?:工作日|工作天|上班日|營業日|营业日)",
         _from_end,
     ),
     rule(rf"每(?:一)?(?:個|个)?月(?:的)?第\s*(?P<k>{DAYNUM})\s*天", _nth_day_of_month),
+    # 最後一天前兩天 as a count after the day it moves: read where a rule says so (月底前三天,
+    # 母親節前兩天), else refused when it touches the time expression, never left in the task.
+    rule(rf"(?:之|以)?(?:前|後|后)\s*{ZH_NUM}\s*(?:個|个)?(?:天|日|週|周|星期|禮拜|礼拜|月)",
+         _fail("unparsed", weak=True)),
     # 明天這個時候, 下週同一時間: the clock of the request.
     rule(rf"下(?:個|个)?(?P<u>{WEEK}|月)(?:的)?\s*(?:這|这)?{_SAME_TIME}",
          lambda m: piece(m, offset=Offset(1, "month" if m.group("u") == "月" else "week"))),

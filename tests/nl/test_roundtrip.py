@@ -5,9 +5,9 @@ user sees a sentence, agrees, and gets another schedule. For every phrase the co
 and for phrases generated from the grammar of the issue 21 families (exceptions, month ends and
 working days, days around holidays, clock words, ordinal days), the words the confirmation uses
 for the time are parsed again at the same instant and zone, and must give the same next fire
-times. Two forms say what no request can: a start date ("every 2 weeks on Friday at 15:00,
-starting 2026-12-04") and a list of dates ("on 2027-05-07, 2028-05-12, … (73 dates)"); read
-back, those must be refused, never read as another schedule.
+times, start dates included ("every 2 weeks on Friday at 15:00, starting 2026-12-04"). One
+form says what no request can, a list of dates ("on 2027-05-07, 2028-05-12, … (73 dates)"):
+read back, it must be refused, never read as another schedule.
 """
 
 from __future__ import annotations
@@ -54,10 +54,10 @@ def _said(result: ParseResult, language: Language) -> str:
 
 
 def _unsayable(schedule: str | None) -> bool:
-    """A start date or a list of dates: no request says these, so they may read back refused
-    (a list of lunar dates or Easters is said by its name, and reads back)."""
-    return schedule is not None and schedule.startswith("DTSTART") and (
-        "RDATE" in schedule or "INTERVAL=" in schedule)
+    """A list of dates no rule states ("on 2027-05-07, 2028-05-12, … (73 dates)" for two days
+    before Mother's Day): said as the dates, it may read back refused; a list of lunar dates or
+    Easters is said by its name, and reads back."""
+    return schedule is not None and "RDATE" in schedule
 
 
 def _second_of_repeated_hour(result: ParseResult, zone: str) -> bool:

@@ -77,7 +77,7 @@ def test_language_codes() -> None:
         ("30 21 * * 1,3,5", "every Monday, Wednesday and Friday at 21:30",
          "每週一、三、五 21:30", "每周一、三、五 21:30"),
         ("0 17 * * 1-5", "every weekday at 17:00", "每個工作日 17:00", "每个工作日 17:00"),
-        ("0 9 1,15 * *", "on days 1 and 15 of every month at 09:00", "每月1、15日 09:00",
+        ("0 9 1,15 * *", "on the 1st and the 15th of every month at 09:00", "每月1、15日 09:00",
          "每月1、15日 09:00"),
         ("0 9 8 3 *", "every year on 8 March at 09:00", "每年3月8日 09:00", "每年3月8日 09:00"),
         ("*/15 * * * *", "every 15 minutes", "每 15 分鐘", "每 15 分钟"),

@@ -11,6 +11,7 @@ Times of day joined by a list word (and, 和, 、, a comma) are several times: "
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass, field, replace
 
@@ -94,6 +95,8 @@ class Spec:
     weekday_check: int | None = None  # "Tue, Oct 6": the weekday the date must fall on
     exclude: frozenset[int] = frozenset()  # "except weekends": weekdays the recurrence leaves out
     exclude_text: str = ""  # the words that said so, for errors
+    start: datetime.date | None = None  # "starting 2026-12-04": first day of an every-N rule
+    start_text: str = ""
     immediate: bool = False
     pieces: list[Piece] = field(default_factory=list)
     matched: str = ""
@@ -240,6 +243,10 @@ def _merge_one(spec: Spec, p: Piece) -> None:
         if current is not None and current != value:
             raise fail("conflict", p.text)
         setattr(spec, name, value)
+    if p.first_day is not None:
+        if spec.start not in (None, p.first_day):
+            raise fail("conflict", p.text)
+        spec.start, spec.start_text = p.first_day, p.text
     if p.exclude is not None:
         spec.exclude |= p.exclude
         spec.exclude_text = spec.exclude_text or p.text

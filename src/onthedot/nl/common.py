@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Iterable
+from datetime import date
 from typing import Literal, cast
 
 from onthedot.nl.numbers import en_to_int
@@ -161,6 +162,15 @@ def workday_piece(m: re.Match[str], nth: int | None, quarter: bool) -> Piece:
         return problem(m, "bad_date")
     months = (QUARTER_ENDS if nth < 0 else QUARTER_STARTS) if quarter else ()
     return piece(m, recurrence=MonthlyWorkday(nth, months))
+
+
+def start_piece(m: re.Match[str]) -> Piece:
+    """"starting 2026-12-04", 從 2026-12-04 起 (ISO dates only, as the confirmation writes)."""
+    try:
+        day = date(int(m.group("y")), int(m.group("m")), int(m.group("d")))
+    except ValueError:
+        return problem(m, "bad_date")
+    return piece(m, first_day=day)
 
 
 def except_piece(m: re.Match[str], days: frozenset[int]) -> Piece:

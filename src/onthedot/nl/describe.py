@@ -158,7 +158,7 @@ def _cron(fields: list[str], language: Language) -> str:
     days = _numbers(dom)
     if month == "*":
         if en:
-            return f"on {_day_word(days)} {_and(days)} of every month at {at}"
+            return f"on {_and([_en_ordinal(d) for d in days])} of every month at {at}"
         return f"每月{'、'.join(map(str, days))}日 {at}"
     months = _numbers(month)
     if len(months) == 1:
@@ -367,8 +367,8 @@ def _monthly(rule: dict[str, str], n: int, at: str, language: Language) -> str:
         if en:
             return f"on the last day of {every} at {at}"
         return f"{every}{zh_word('last_day', language)} {at}"
-    if en:
-        return f"on {_day_word(days)} {_and(days)} of {every} at {at}"
+    if en:  # "on the 1st and 15th of every month": as the parser reads it back
+        return f"on {_and([_en_ordinal(d) for d in days])} of {every} at {at}"
     return f"{every}{'、'.join(map(str, days))}日 {at}"
 
 

@@ -60,7 +60,12 @@ def recurring(spec: Spec, times: list[TimeOfDay], now: datetime, zone: ZoneInfo,
     if isinstance(rec, Anchored) and rec.unit == "year":  # 每年 with no date to complete it
         raise fail("need_date", next(p.text for p in spec.pieces if p.recurrence == rec))
     field = spec.slot_texts[0] if spec.slot_texts else spec.matched
-    return _on_days(rec, times or [DEFAULT_TIME], Where(now, zone, tz, field))
+    if spec.start is not None:
+        counted = isinstance(rec, Weekly | MonthlyDays) and rec.interval > 1
+        if not counted:  # a start of any other rule is a bound: not read, never dropped
+            raise fail("unparsed", spec.start_text)
+        field = spec.start_text
+    return _on_days(rec, times or [DEFAULT_TIME], Where(now, zone, tz, field, spec.start))
 
 
 def _text(spec: Spec) -> str:
@@ -78,6 +83,7 @@ class Where:
     zone: ZoneInfo
     tz: str
     field: str
+    start: date | None = None  # said: "starting 2026-12-04"
 
 
 def _on_days(rec: Recurrence, times: list[TimeOfDay], at: Where) -> str:
@@ -160,6 +166,10 @@ def _first_day(matches: Callable[[date], bool], times: list[TimeOfDay], at: Wher
     that makes "every other Monday" start this Monday, not in a fortnight."""
     now, zone = at.now, at.zone
     earliest = min(times, key=lambda t: (t.hour, t.minute))
+    if at.start is not None:  # said: it must be a day of the rule
+        if not matches(at.start):
+            raise fail("conflict", at.field)
+        return datetime.combine(at.start, time(earliest.hour, earliest.minute))
     day = now.date()
     for _ in range(_SEARCH_DAYS):
         if matches(day) and any(

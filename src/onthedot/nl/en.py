@@ -531,6 +531,9 @@ RULES: list[Rule] = [
     # Said of one month ("the last working day of the month"): not read yet, never dropped.
     rule(rf"{_ON}{_FROM_END}\s+(?:of|in)\s+(?:the|this|next)\s+(?:month|quarter)\b",
          _fail("unparsed")),
+    # "starting 2026-12-04": the first day of an every-N-weeks or -months rule.
+    rule(r"\bstarting\s+(?:on\s+|from\s+)?(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b",
+         lambda m: common.start_piece(m)),
     # "this time tomorrow", "same time next week": the clock of the request.
     rule(
         r"\b(?:at\s+)?(?:this|the\s+same|same)\s+time\s+next\s+(?:week|month)\b"

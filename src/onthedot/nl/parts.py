@@ -7,6 +7,7 @@ languages, so that 明天下午三點 and "tomorrow at 3pm" cannot drift apart.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import re
 from dataclasses import dataclass
@@ -239,6 +240,9 @@ class Piece:
     count: int | None = None  # 一天三次, "twice a day": how many times of day must be given
     # Weekdays a recurrence leaves out: "except weekends", 週六週日除外 (Monday = 0).
     exclude: frozenset[int] | None = None
+    # The first day of an every-N-weeks or -months rule: "starting 2026-12-04", 從 2026-12-04 起
+    # (as the confirmation says it).
+    first_day: datetime.date | None = None
     # A problem that only matters if nothing else gives what it would have given: "clock" for
     # "after lunch" (moot once a time is said), "day" for an unknown holiday; None: always.
     # On a weak piece that is no problem, "day": dropped when another word gives the day

@@ -572,6 +572,9 @@ RULES: list[Rule] = [
     # 母親節前兩天), else refused when it touches the time expression, never left in the task.
     rule(rf"(?:之|以)?(?:前|後|后)\s*{ZH_NUM}\s*(?:個|个)?(?:天|日|週|周|星期|禮拜|礼拜|月)",
          _fail("unparsed", weak=True)),
+    # 從 2026-12-04 起: the first day of an every-N-weeks or -months rule.
+    rule(r"(?:從|从|自)\s*(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\s*(?:起|開始|开始)",
+         lambda m: common.start_piece(m)),
     # 明天這個時候, 下週同一時間: the clock of the request.
     rule(rf"下(?:個|个)?(?P<u>{WEEK}|月)(?:的)?\s*(?:這|这)?{_SAME_TIME}",
          lambda m: piece(m, offset=Offset(1, "month" if m.group("u") == "月" else "week"))),

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from onthedot import nl
 from onthedot.chat.intents import _strip_en_tail
 from onthedot.domain.errors import ParseError
+from onthedot.nl import en, zh
 from onthedot.nl.task import _EN_TAIL, _ZH_TAIL
 
 NOW = datetime(2026, 6, 22, tzinfo=UTC)
@@ -118,3 +119,27 @@ def test_repeated_words_are_read_in_linear_time(unit: str, tail: str) -> None:
     # bound that holds on a loaded machine (it takes ~3-12 ms per 1,000 characters).
     assert long < 8 * short + 0.005, (short, long)
     assert long < 0.4, long
+
+
+# Each rule is searched through the text in one call of the regex engine, which holds the
+# interpreter lock while it runs: one rule that is retried to the end of the text at every
+# position ("\s*" before a required word in 3,900 spaces, "\d+\.\d+" in a run of digits took
+# 0.5 s) would hold up every other request of the server (tests/api/test_hostile_parsers.py).
+TOKENS = (
+    " ", "\t", "8", "8 ", "8:", ":", ",", ", ", "and ", "at ", "the ", "on ", "every ", "a ",
+    "A ", "day ", "mon ", "mondays ", "1st ", "1/", "-", "12", "daily ", "except ", "quarter ",
+    "half ", "the day ", "2 days ", "lunar ", "Day ", "x", "每", "天", "點", "八", "週", "月", "日",
+    "號", "前", "後", "除了", "，", "、", "和", "倒數第", "第", "一", "差", "這個", "同一",
+    "從", "起", "2026-12-04 ",
+)
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_no_rule_is_retried_to_the_end_of_the_text(token: str) -> None:
+    text = (token * (3_990 // len(token) + 1))[:3_990]
+    slowest = 0.0
+    for rule in (*en.RULES, *zh.RULES):
+        began = time.process_time()
+        rule.pattern.search(text)
+        slowest = max(slowest, time.process_time() - began)
+    assert slowest < 0.05, slowest  # linear rules take ~1-6 ms here; quadratic ones ~0.5 s

@@ -3,6 +3,7 @@ stripped in linear time with the same result as the regular expressions they rep
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from onthedot import nl
 from onthedot.chat.intents import _strip_en_tail
 from onthedot.domain.errors import ParseError
+from onthedot.nl import en, zh
 from onthedot.nl.task import _EN_TAIL, _ZH_TAIL
 
 NOW = datetime(2026, 6, 22, tzinfo=UTC)
@@ -79,3 +81,65 @@ def test_a_text_longer_than_the_cap_is_refused_before_it_is_read() -> None:
         nl.parse("every day at 8am " * 300, now=NOW)
     assert info.value.code == "could_not_understand"
     assert str(nl.MAX_TEXT_CHARS) in info.value.message
+
+
+# Inputs built from the words of each rule added for issue 21 §1, repeated: a regex that is
+# retried to the end of the text at each position (a list followed by a word it needs, an
+# optional prefix before a long alternation) shows here as quadratic time.
+PATHOLOGICAL = (
+    "except ", "but not on ", "mondays and ", "saturdays and sundays ", "holidays ",
+    "every day at 8 except mondays and tuesdays and ", "the last working day of ",
+    "3 days before the ", "the day after ", "two days before ", "same time ", "this time ",
+    "a quarter to ", "half past ", "every first of the ", "daily ", "quarterly figures ",
+    "lunar 1/", "Founders Founders ", "at 8, ", "除了", "週六週日", "週六週日除外", "六日",
+    "每月倒數第", "每月月底前", "聖誕節前", "聖誕節後一", "八點差", "差一刻", "這個時候",
+    "下週同一", "每季最後一個", "但週末", "每月1、",
+)
+
+
+def _cpu(text: str) -> float:
+    """The least CPU time of three parses (a loaded machine only adds to it)."""
+    best = float("inf")
+    for _ in range(3):
+        began = time.process_time()
+        with contextlib.suppress(ParseError):
+            nl.parse(text, now=NOW, timezone="Asia/Taipei")
+        best = min(best, time.process_time() - began)
+    return best
+
+
+@pytest.mark.parametrize("unit", PATHOLOGICAL)
+@pytest.mark.parametrize("tail", ["", "x", " at 8"])
+def test_repeated_words_are_read_in_linear_time(unit: str, tail: str) -> None:
+    def text(length: int) -> str:
+        return (unit * (length // len(unit) + 1))[: length - len(tail)] + tail
+
+    short, long = _cpu(text(1000)), _cpu(text(4000))
+    # Four times the text: about four times the work (quadratic would be sixteen), within a
+    # bound that holds on a loaded machine (it takes ~3-12 ms per 1,000 characters).
+    assert long < 8 * short + 0.005, (short, long)
+    assert long < 0.4, long
+
+
+# Each rule is searched through the text in one call of the regex engine, which holds the
+# interpreter lock while it runs: one rule that is retried to the end of the text at every
+# position ("\s*" before a required word in 3,900 spaces, "\d+\.\d+" in a run of digits took
+# 0.5 s) would hold up every other request of the server (tests/api/test_hostile_parsers.py).
+TOKENS = (
+    " ", "\t", "8", "8 ", "8:", ":", ",", ", ", "and ", "at ", "the ", "on ", "every ", "a ",
+    "A ", "day ", "mon ", "mondays ", "1st ", "1/", "-", "12", "daily ", "except ", "quarter ",
+    "half ", "the day ", "2 days ", "lunar ", "Day ", "x", "每", "天", "點", "八", "週", "月", "日",
+    "號", "前", "後", "除了", "，", "、", "和", "倒數第", "第", "一", "差", "這個", "同一",
+    "從", "起", "2026-12-04 ",
+)
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_no_rule_is_retried_to_the_end_of_the_text(token: str) -> None:
+    text = (token * (3_990 // len(token) + 1))[:3_990]
+    slowest = 0.0
+    for rule in (*en.RULES, *zh.RULES):
+        began = time.process_time()
+        rule.pattern.search(text)
+        slowest = max(slowest, time.process_time() - began)
+    assert slowest < 0.05, slowest  # linear rules take ~1-6 ms here; quadratic ones ~0.5 s

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 from onthedot.domain.errors import ScheduleError, ValidationError
 from onthedot.nl import en, zh
-from onthedot.nl.combine import Unreadable, fail, merge, select
+from onthedot.nl.combine import Unreadable, fail, guard_exceptions, merge, select
 from onthedot.nl.lang import detect, has_cjk
 from onthedot.nl.messages import to_error
 from onthedot.nl.offload import off_loop
@@ -60,9 +60,10 @@ def _parse(text: str, now: datetime, zone: ZoneInfo, tz: str, language: str) -> 
     pieces = scan(normal, zh.RULES if chinese else en.RULES, limit=MAX_PIECES + 1)
     if len(pieces) > MAX_PIECES:
         raise fail("too_many_words", pieces[-1].text, limit=MAX_PIECES)
-    kept, _ = select(pieces, normal)
+    kept, dropped = select(pieces, normal)
     if not kept:
         raise fail("no_time", text.strip() or text)
+    guard_exceptions(dropped, kept, normal)
     spec = merge(kept, text)
     params, notes = to_params(spec, now, zone, tz)
     return ParseResult(

@@ -11,6 +11,7 @@ Times of day joined by a list word (and, 和, 、, a comma) are several times: "
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass, field, replace
 
@@ -54,6 +55,21 @@ _LIST = re.compile(
 _DATED = (AbsDate, SlashDate, NthWeekdayRef, HolidayRef, DayOfMonth, MonthRef)
 
 
+# A word that makes the time words after it an exception or a contrast ("but on weekends at 9",
+# 但週末九點, 除了): such time words belong to the time expression, so if they were not read the
+# request is refused; they never drop into the task text.
+_CONTRAST_BEFORE = re.compile(
+    r"(?:\b(?:but|except(?:\s+for)?|excluding|apart\s+from|other\s+than|not|never)"
+    r"|但是?|不過|不过|可是|除了|除開|除开|除去|不含|不包括)[\s,，、:：(（]*$",
+    re.IGNORECASE,
+)
+_CONTRAST_AFTER = re.compile(
+    r"^[\s,，、)）]*(?:都|也)?(?:除外|不要|不用|休息|跳過|跳过|excluded|excepted)", re.IGNORECASE
+)
+_BUT = re.compile(r"but\b|但|不過|不过|可是", re.IGNORECASE)
+_EXCEPT_WORD = re.compile(r"除外|除了|\bexcept\b|\bexcluding\b", re.IGNORECASE)
+
+
 class Unreadable(Exception):
     """Raised with the Problem to report; ``parse`` turns it into a ParseError in the user's
     language."""
@@ -77,6 +93,10 @@ class Spec:
     window: tuple[Slot, Slot] | None = None
     count: int | None = None  # 一天三次: the number of times of day the sentence must give
     weekday_check: int | None = None  # "Tue, Oct 6": the weekday the date must fall on
+    exclude: frozenset[int] = frozenset()  # "except weekends": weekdays the recurrence leaves out
+    exclude_text: str = ""  # the words that said so, for errors
+    start: datetime.date | None = None  # "starting 2026-12-04": first day of an every-N rule
+    start_text: str = ""
     immediate: bool = False
     pieces: list[Piece] = field(default_factory=list)
     matched: str = ""
@@ -135,7 +155,37 @@ def select(pieces: list[Piece], text: str) -> tuple[list[Piece], list[Piece]]:
     return kept, [p for p in pieces if id(p) not in kept_ids]
 
 
+def guard_exceptions(dropped: list[Piece], kept: list[Piece], text: str) -> None:
+    """Refuse a time word left out of the expression right after "but" / "except" / 但 / 除了
+    (or before 除外), and an exception word left over next to the expression: an exception or
+    a contrast that was not read is never dropped into the task."""
+    for p in dropped:
+        before = text[max(0, p.start - 24) : p.start]
+        after = text[p.end : p.end + 12]
+        found = _CONTRAST_BEFORE.search(before)
+        if found is not None:
+            key = "contrast" if _BUT.match(found.group(0)) else "exception"
+            raise fail(key, text[p.start - len(found.group(0)) : p.end].strip())
+        found = _CONTRAST_AFTER.match(after)
+        if found is not None:
+            raise fail("exception", text[p.start : p.end + found.end()].strip())
+    for word in _EXCEPT_WORD.finditer(text):
+        if any(k.start <= word.start() < k.end for k in kept):
+            continue
+        # Next to a piece of the time expression (only spaces and commas between): unread.
+        for k in kept:
+            a, b = (k.end, word.start()) if k.end <= word.start() else (word.end(), k.start)
+            gap = text[a:b]
+            if len(gap) <= 3 and not gap.strip(" ,，、（()）"):
+                start, end = min(k.start, word.start()), max(k.end, word.end())
+                raise fail("exception", text[start:end].strip())
+
+
 def _said_elsewhere(p: Piece, strong: list[Piece]) -> bool:
+    if p.problem is None and p.guards == "day":
+        # "the quarterly figures": the day said elsewhere wins, unless it completes the rule
+        # ("send the quarterly report on the 15th": quarterly on the 15th).
+        return any(s.sets_day and not _completes(p, s) for s in strong)
     if p.problem is not None:
         # "after lunch" away from the time expression is the task's, once a time is said; an
         # unknown holiday once a day is said. Until then it could change the time: refused.
@@ -147,6 +197,13 @@ def _said_elsewhere(p: Piece, strong: list[Piece]) -> bool:
     if p.sets_clock and any(s.sets_clock for s in strong):
         return True
     return p.sets_day and any(s.sets_day for s in strong)
+
+
+def _completes(p: Piece, day: Piece) -> bool:
+    """Whether ``day`` only names the day of the month ``p``'s quarterly rule lacks."""
+    rec = p.recurrence
+    return (isinstance(rec, MonthlyDays) and not rec.day_given and isinstance(day.date, DayOfMonth)
+            and day.recurrence is None and day.offset is None and not day.immediate)
 
 
 def merge(kept: list[Piece], text: str) -> Spec:
@@ -186,11 +243,19 @@ def _merge_one(spec: Spec, p: Piece) -> None:
         if current is not None and current != value:
             raise fail("conflict", p.text)
         setattr(spec, name, value)
+    if p.first_day is not None:
+        if spec.start not in (None, p.first_day):
+            raise fail("conflict", p.text)
+        spec.start, spec.start_text = p.first_day, p.text
+    if p.exclude is not None:
+        spec.exclude |= p.exclude
+        spec.exclude_text = spec.exclude_text or p.text
     _fold_day_into_recurrence(spec, p)
     # At most one of: now, a recurrence, a day, an offset; "now" takes no time of day either.
     kinds = [spec.recurrence, spec.date, spec.offset]
     used = sum(k is not None for k in kinds) + spec.immediate
-    if used > 1 or (spec.immediate and (spec.slots or p.sets_clock)):
+    gives_clock = p.clock is not None or p.daypart is not None or p.window is not None
+    if used > 1 or (spec.immediate and (spec.slots or gives_clock)):
         raise fail("conflict", p.text)
 
 

@@ -5,10 +5,22 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Iterable
+from datetime import date
 from typing import Literal, cast
 
 from onthedot.nl.numbers import en_to_int
-from onthedot.nl.parts import Anchored, Clock, Daily, Every, Piece, Unit, piece, problem
+from onthedot.nl.parts import (
+    Anchored,
+    Clock,
+    Daily,
+    Every,
+    MonthlyDays,
+    MonthlyWorkday,
+    Piece,
+    Unit,
+    piece,
+    problem,
+)
 from onthedot.nl.scan import Builder, Rule, rule
 
 _ZH_UNITS: dict[str, str] = {
@@ -129,3 +141,44 @@ AMPM = r"(?P<mer>a\.?m\.?|p\.?m\.?)(?![a-z])"
 AMPM_RULES: list[Rule] = [
     rule(rf"(?<![\d:])(?P<h>\d{{1,2}})(?::(?P<m>\d{{2}}))?\s*{AMPM}", ampm_piece),
 ]
+
+
+QUARTER_STARTS = (1, 4, 7, 10)
+QUARTER_ENDS = (3, 6, 9, 12)
+
+
+def month_end_piece(m: re.Match[str], back: int, quarter: bool) -> Piece:
+    """A day counted back from the end of every month or quarter: ``back`` = 1 is the last
+    day, 3 the third-to-last (BYMONTHDAY=-3); a month has at least 28 days."""
+    if not 1 <= back <= 28:
+        return problem(m, "bad_date")
+    return piece(m, recurrence=MonthlyDays((-back,), months=QUARTER_ENDS if quarter else ()))
+
+
+def workday_piece(m: re.Match[str], nth: int | None, quarter: bool) -> Piece:
+    """The nth (or, negative, nth-to-last) working day, Monday to Friday, of every month or
+    quarter: the first of a quarter is in its first month, the last in its last month."""
+    if nth is None or nth == 0 or not -5 <= nth <= 5:
+        return problem(m, "bad_date")
+    months = (QUARTER_ENDS if nth < 0 else QUARTER_STARTS) if quarter else ()
+    return piece(m, recurrence=MonthlyWorkday(nth, months))
+
+
+def start_piece(m: re.Match[str]) -> Piece:
+    """"starting 2026-12-04", 從 2026-12-04 起 (ISO dates only, as the confirmation writes)."""
+    try:
+        day = date(int(m.group("y")), int(m.group("m")), int(m.group("d")))
+    except ValueError:
+        return problem(m, "bad_date")
+    return piece(m, first_day=day)
+
+
+def except_piece(m: re.Match[str], days: frozenset[int]) -> Piece:
+    """"except weekends", 週六週日除外: weekdays the recurrence leaves out (see resolve)."""
+    return piece(m, exclude=days)
+
+
+def same_time_piece(m: re.Match[str]) -> Piece:
+    """"this time", 這個時候: the clock of the request; it needs a day next to it ("this time
+    tomorrow"), so it is weak: prose ("do it right this time") once a time is said elsewhere."""
+    return piece(m, clock=Clock(0, 0, same_as_now=True), weak=True)

@@ -45,6 +45,10 @@ _ZH: dict[str, tuple[str, str]] = {
     "between": ("{a} 至 {b} 每 {n} 分鐘", "{a} 至 {b} 每 {n} 分钟"),
     "between_hour": ("{a} 至 {b} 每小時", "{a} 至 {b} 每小时"),
     "twelfth": ("臘", "腊"),
+    "from_end": ("倒數第{n}天", "倒数第{n}天"),
+    "workday": ("第{n}個工作日", "第{n}个工作日"),
+    "last_workday": ("最後一個工作日", "最后一个工作日"),
+    "workday_back": ("倒數第{n}個工作日", "倒数第{n}个工作日"),
 }
 _RULE_PARTS = {
     "FREQ", "INTERVAL", "BYDAY", "BYMONTHDAY", "BYMONTH", "BYHOUR", "BYMINUTE", "BYSECOND",
@@ -154,7 +158,7 @@ def _cron(fields: list[str], language: Language) -> str:
     days = _numbers(dom)
     if month == "*":
         if en:
-            return f"on {_day_word(days)} {_and(days)} of every month at {at}"
+            return f"on {_and([_en_ordinal(d) for d in days])} of every month at {at}"
         return f"每月{'、'.join(map(str, days))}日 {at}"
     months = _numbers(month)
     if len(months) == 1:
@@ -168,13 +172,30 @@ def _cron(fields: list[str], language: Language) -> str:
 
 
 def _in_months(months: list[int], days: list[int], at: str, language: Language) -> str:
-    """on day 1 of January, April, July and October at 09:00 / 1、4、7、10月的1日 09:00."""
+    """on day 1 of January, April, July and October at 09:00 / 1、4、7、10月的1日 09:00; a
+    quarter's first days and last day said as such ("on the 1st of every quarter", 每季1日),
+    so that the sentence reads back to the same schedule."""
+    quarter = (months == [1, 4, 7, 10] and all(d > 0 for d in days)) or (
+        months == [3, 6, 9, 12] and days == [-1])
+    half = months == [1, 7] and all(d > 0 for d in days)
+    if quarter or half:
+        if language == "en":
+            which = "the last day" if days == [-1] else _and([_en_ordinal(d) for d in days])
+            return f"on {which} of every {'quarter' if quarter else 'half-year'} at {at}"
+        which = zh_word("last_day", language) if days == [-1] else "、".join(map(str, days)) + "日"
+        return f"{'每季' if quarter else '每半年'}{which} {at}"
     if language == "en":
         names = [_EN_MONTHS[m - 1] for m in months]
         which = "the last day" if days == [-1] else f"{_day_word(days)} {_and(days)}"
         return f"on {which} of {_and(names)} at {at}"
     which = zh_word("last_day", language) if days == [-1] else "、".join(map(str, days)) + "日"
     return f"每年{'、'.join(map(str, months))}月的{which} {at}"
+
+
+def _en_ordinal(day: int) -> str:
+    """1 -> "the 1st", 22 -> "the 22nd"."""
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(day % 10 if day % 100 not in (11, 12, 13) else 0)
+    return f"the {day}{suffix or 'th'}"
 
 
 def _plural_days(days: list[int]) -> str:
@@ -236,6 +257,12 @@ def _date(value: str) -> date:
 def _rules(rules: list[dict[str, str]], language: Language) -> str:
     """One description for rules that differ only in their times of day."""
     first = {k: v for k, v in rules[0].items() if k not in ("BYHOUR", "BYMINUTE")}
+    workday: int | None = None
+    if first.get("BYDAY") == "MO,TU,WE,TH,FR" and "BYSETPOS" in first:
+        # The nth working day of a month (MonthlyWorkday): one position among Monday-Friday.
+        workday = int(first["BYSETPOS"])
+        first = {k: v for k, v in first.items() if k not in ("BYSETPOS", "BYDAY")}
+        rules = [{k: v for k, v in r.items() if k not in ("BYSETPOS", "BYDAY")} for r in rules]
     if first.get("BYSETPOS") == "-1" and first.get("BYMONTHDAY", "").startswith("28,"):
         # The clamped day of "every 3 months" said on the 29th-31st: the day of creation.
         first = {k: v for k, v in first.items() if k not in ("BYSETPOS", "BYMONTHDAY")}
@@ -263,6 +290,8 @@ def _rules(rules: list[dict[str, str]], language: Language) -> str:
         return f"每天 {at}" if n == 1 else f"每 {n} 天 {at}"
     if freq == "WEEKLY" and set(first) <= {"FREQ", "INTERVAL", "BYSECOND", "BYDAY"}:
         return _weekly(first, n, at, language)
+    if freq == "MONTHLY" and workday is not None:
+        return _workday(first, n, workday, at, language)
     if freq == "MONTHLY":
         return _monthly(first, n, at, language)
     if freq == "YEARLY":
@@ -304,6 +333,9 @@ def _monthly(rule: dict[str, str], n: int, at: str, language: Language) -> str:
     en = language == "en"
     if set(rule) - {"FREQ", "INTERVAL", "BYSECOND", "BYDAY", "BYMONTHDAY", "BYMONTH"}:
         raise ValueError(rule)
+    monthday = rule.get("BYMONTHDAY", "")
+    if n == 1 and "BYDAY" not in rule and monthday.startswith("-") and "," not in monthday:
+        return _from_end_days(rule, at, language)
     if "BYMONTH" in rule:
         if n != 1 or "BYDAY" in rule:
             raise ValueError(rule)
@@ -335,9 +367,61 @@ def _monthly(rule: dict[str, str], n: int, at: str, language: Language) -> str:
         if en:
             return f"on the last day of {every} at {at}"
         return f"{every}{zh_word('last_day', language)} {at}"
-    if en:
-        return f"on {_day_word(days)} {_and(days)} of {every} at {at}"
+    if en:  # "on the 1st and 15th of every month": as the parser reads it back
+        return f"on {_and([_en_ordinal(d) for d in days])} of {every} at {at}"
     return f"{every}{'、'.join(map(str, days))}日 {at}"
+
+
+def _en_from_end(back: int) -> str:
+    """3 -> "3rd-to-last", 1 -> "last"."""
+    if back == 1:
+        return "last"
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(back % 10 if back % 100 not in (11, 12, 13) else 0)
+    return f"{back}{suffix or 'th'}-to-last"
+
+
+def _period(months: str | None, language: Language) -> str:
+    """The period a rule's days are counted in: every month, or every quarter (its first or
+    last month); any other months are not said here (ValueError: the rule is shown as is)."""
+    en = language == "en"
+    if months is None:
+        return "every month" if en else "每月"
+    if months in ("1,4,7,10", "3,6,9,12"):
+        return "every quarter" if en else "每季"
+    raise ValueError(months)
+
+
+def _workday(rule: dict[str, str], n: int, pos: int, at: str, language: Language) -> str:
+    """on the last working day of every month at 18:00 / 每季第一個工作日 09:00."""
+    if n != 1 or set(rule) - {"FREQ", "BYSECOND", "BYMONTH"} or not 1 <= abs(pos) <= 5:
+        raise ValueError(rule)
+    months = rule.get("BYMONTH")
+    if months is not None and months != ("1,4,7,10" if pos > 0 else "3,6,9,12"):
+        raise ValueError(months)
+    every = _period(months, language)
+    if language == "en":
+        which = _EN_NTH[pos] if pos > 0 else _en_from_end(-pos)
+        return f"on the {which} working day of {every}{_at(at)}"
+    if pos > 0:
+        which = zh_word("workday", language).format(n=_ZH_NTH[pos])
+    elif pos == -1:
+        which = zh_word("last_workday", language)
+    else:
+        which = zh_word("workday_back", language).format(n=_ZH_NTH[-pos])
+    return f"{every}{which} {at}"
+
+
+def _from_end_days(rule: dict[str, str], at: str, language: Language) -> str:
+    """on the 3rd-to-last day of every month at 09:00 / 每季倒數第3天 09:00."""
+    back = -int(rule["BYMONTHDAY"])
+    every = _period(rule.get("BYMONTH"), language)
+    if rule.get("BYMONTH") not in (None, "3,6,9,12"):
+        raise ValueError(rule)
+    if language == "en":
+        return f"on the {_en_from_end(back)} day of {every}{_at(at)}"
+    if back == 1:
+        return f"{every}{zh_word('last_day', language)} {at}"
+    return f"{every}{zh_word('from_end', language).format(n=back)} {at}"
 
 
 def _yearly(rule: dict[str, str], at: str, language: Language) -> str:

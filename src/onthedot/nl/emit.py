@@ -27,6 +27,7 @@ from onthedot.nl.parts import (
     Every,
     MonthlyDays,
     MonthlyNth,
+    MonthlyWorkday,
     Recurrence,
     Weekly,
     Yearly,
@@ -37,6 +38,7 @@ from onthedot.nl.resolve import DEFAULT_TIME, TimeOfDay, localize, window_times
 from onthedot.schedule.limits import MAX_DATES, MAX_RULES
 
 RRULE_DAYS = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"]
+WORKDAYS = "MO,TU,WE,TH,FR"
 _SEARCH_DAYS = 800  # the coming matching day of a rule is within two years and a bit
 
 
@@ -58,7 +60,12 @@ def recurring(spec: Spec, times: list[TimeOfDay], now: datetime, zone: ZoneInfo,
     if isinstance(rec, Anchored) and rec.unit == "year":  # 每年 with no date to complete it
         raise fail("need_date", next(p.text for p in spec.pieces if p.recurrence == rec))
     field = spec.slot_texts[0] if spec.slot_texts else spec.matched
-    return _on_days(rec, times or [DEFAULT_TIME], Where(now, zone, tz, field))
+    if spec.start is not None:
+        counted = isinstance(rec, Weekly | MonthlyDays) and rec.interval > 1
+        if not counted:  # a start of any other rule is a bound: not read, never dropped
+            raise fail("unparsed", spec.start_text)
+        field = spec.start_text
+    return _on_days(rec, times or [DEFAULT_TIME], Where(now, zone, tz, field, spec.start))
 
 
 def _text(spec: Spec) -> str:
@@ -76,6 +83,7 @@ class Where:
     zone: ZoneInfo
     tz: str
     field: str
+    start: date | None = None  # said: "starting 2026-12-04"
 
 
 def _on_days(rec: Recurrence, times: list[TimeOfDay], at: Where) -> str:
@@ -101,6 +109,13 @@ def _on_days(rec: Recurrence, times: list[TimeOfDay], at: Where) -> str:
         return _monthly_days(rec, times, at)
     if isinstance(rec, MonthlyNth):
         return _rules(f"FREQ=MONTHLY;BYDAY={rec.nth}{RRULE_DAYS[rec.weekday]}", times)
+    if isinstance(rec, MonthlyWorkday):
+        # BYSETPOS picks among all of a month's occurrences, times of day included: one rule
+        # per time, so that the last working day at 9 and 18 is not just its 18:00.
+        by_month = f"BYMONTH={','.join(map(str, rec.months))};" if rec.months else ""
+        base = f"FREQ=MONTHLY;{by_month}BYDAY={WORKDAYS};BYSETPOS={rec.nth}"
+        ordered = sorted(times, key=lambda t: (t.hour, t.minute))
+        return "\n".join(_rules(base, [t]) for t in ordered)
     if isinstance(rec, Yearly):
         return _cron_or_rules(
             f"FREQ=YEARLY;BYMONTH={rec.month};BYMONTHDAY={rec.day}",
@@ -132,14 +147,14 @@ def _monthly_days(rec: MonthlyDays, times: list[TimeOfDay], at: Where) -> str:
     by_month = f"BYMONTH={months_text};" if rec.months else ""
     base = f"FREQ=MONTHLY;{by_month}BYMONTHDAY={days_text}"
     if rec.interval == 1:
-        if -1 in rec.days:
+        if any(d < 0 for d in rec.days):  # counted from the month's end: cron cannot say it
             return _rules(base, times)
         return _cron_or_rules(base, times, days_text, months_text or "*", "*")
 
     def matches(d: date) -> bool:
         last = (d.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
         in_month = not rec.months or d.month in rec.months
-        return in_month and (d.day in rec.days or (-1 in rec.days and d == last))
+        return in_month and (d.day in rec.days or d.day - last.day - 1 in rec.days)
 
     start = _first_day(matches, times, at)
     base = f"FREQ=MONTHLY;INTERVAL={rec.interval};{by_month}BYMONTHDAY={days_text}"
@@ -151,6 +166,10 @@ def _first_day(matches: Callable[[date], bool], times: list[TimeOfDay], at: Wher
     that makes "every other Monday" start this Monday, not in a fortnight."""
     now, zone = at.now, at.zone
     earliest = min(times, key=lambda t: (t.hour, t.minute))
+    if at.start is not None:  # said: it must be a day of the rule
+        if not matches(at.start):
+            raise fail("conflict", at.field)
+        return datetime.combine(at.start, time(earliest.hour, earliest.minute))
     day = now.date()
     for _ in range(_SEARCH_DAYS):
         if matches(day) and any(

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Literal
 
 from onthedot.nl import common
-from onthedot.nl.holidays import yearly_holiday
+from onthedot.nl.holidays import shifted, yearly_holiday
 from onthedot.nl.numbers import EN_NUM, EN_ORD, en_ordinal, en_to_int
 from onthedot.nl.parts import (
     AbsDate,
@@ -44,8 +44,10 @@ DAY_ANY = (
 )
 _SEP = r"\s*(?:,\s*(?:and\s+)?|\band\b|&|/|\bor\b)\s*"
 _RANGE = r"\s*(?:-|\bto\b|\bthrough\b|\bthru\b|\buntil\b|\btill\b)\s*"
-DAYLIST = rf"\b{DAY_ANY}s?\b(?:(?:{_SEP}|{_RANGE}){DAY_ANY}s?\b)*"
-PLURALS = rf"\b{DAY_FULL}s\b(?:(?:{_SEP}|{_RANGE}){DAY_FULL}s\b)*"
+# Lists are bounded (a week has seven days, a month 31): a list followed by a word it needs
+# ("... excluded") is then tried in constant time at each position, not to the end of the text.
+DAYLIST = rf"\b{DAY_ANY}s?\b(?:(?:{_SEP}|{_RANGE}){DAY_ANY}s?\b){{0,13}}"
+PLURALS = rf"\b{DAY_FULL}s\b(?:(?:{_SEP}|{_RANGE}){DAY_FULL}s\b){{0,13}}"
 MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
@@ -55,7 +57,7 @@ MD = (
     rf"(?:(?P<mon>{MONTH})\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b"
     rf"|(?:the\s+)?(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon2>{MONTH})(?![a-z]))"
 )
-ORDLIST = rf"(?:the\s+)?{EN_ORD}\b(?:\s*(?:,|\band\b|&)\s*(?:the\s+)?{EN_ORD}\b)*"
+ORDLIST = rf"(?:the\s+)?{EN_ORD}\b(?:\s*(?:,|\band\b|&)\s*(?:the\s+)?{EN_ORD}\b){{0,30}}"
 NTH = r"(?:first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)"
 UNIT = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?)"
 NUMBER = rf"(?:\d+\.\d+|{EN_NUM})"  # 1.5 hours
@@ -236,13 +238,21 @@ def _clock(m: re.Match[str]) -> Piece:
 
 
 def _past(m: re.Match[str]) -> Piece:
-    """half past nine, a quarter to 5pm, ten past eight, twenty to nine."""
-    hour = en_to_int(m.group("h"))
-    if hour is None or not 1 <= hour <= 12:
-        return problem(m, "bad_hour")
+    """half past nine, a quarter to 5pm, ten past eight, twenty to nine, a quarter to noon."""
+    word = m.group("h").lower()
     kind = " ".join(m.group("k").lower().split())
     mer = m.groupdict().get("mer")
     meridiem: Literal["am", "pm"] | None = None
+    hour: int | None = 12
+    if word in ("noon", "midday", "midnight"):
+        # 12 on the clock, with its half of the day: a quarter to noon is 11:45 am, ten past
+        # midnight 00:10, a quarter to midnight 23:45.
+        before = kind.endswith(("to", "of"))
+        meridiem = "am" if (word == "midnight") != before else "pm"
+    else:
+        hour = en_to_int(word)
+    if hour is None or not 1 <= hour <= 12:
+        return problem(m, "bad_hour")
     if mer:
         meridiem = "am" if mer.lower().startswith("a") else "pm"
     if kind.startswith("half"):
@@ -328,9 +338,23 @@ def _holiday(m: re.Match[str]) -> Piece:
     key = holiday_key(m.group("name"))
     if key is None:
         return problem(m, "unknown_holiday")
+    if m.groupdict().get("dir"):  # the day after Christmas, two days before Mother's Day
+        count = en_to_int(m.group("sn")) if m.group("sn") else 1
+        if count is None or count == 0:
+            return problem(m, "unparsed")
+        days = count * (7 if (m.group("su") or "").lower().startswith("week") else 1)
+        after = m.group("dir").lower().startswith(("after", "following"))
+        key = shifted(key, days if after else -days)
     if m.groupdict().get("every"):
         return piece(m, recurrence=yearly_holiday(key))
     return piece(m, date=HolidayRef(key))
+
+
+def _lunar(m: re.Match[str]) -> Piece:
+    month, day = int(m.group("m")), int(m.group("d"))
+    if not (1 <= month <= 12 and 1 <= day <= 30):
+        return problem(m, "bad_date")
+    return piece(m, date=HolidayRef(f"lunar:{month}:{day}"))
 
 
 def _unknown_holiday(m: re.Match[str]) -> Piece | None:
@@ -338,6 +362,54 @@ def _unknown_holiday(m: re.Match[str]) -> Piece | None:
         return None  # a holiday we know: its own rule reads it
     found = problem(m, "unknown_holiday", weak=True, guards="day")
     return replace(found, problem=replace_problem_text(found, m.group("name")))
+
+
+def _from_end(m: re.Match[str]) -> Piece:
+    """the 3rd-to-last day / 3 days before the end / the last working day, of every month or
+    quarter."""
+    quarter = "quarter" in m.group(0).lower()
+    if m.group("wn"):
+        word = " ".join(m.group("wn").lower().replace("-", " ").split())
+        nth = -2 if word in ("second last", "second to last", "penultimate") else (
+            -1 if word == "final" else en_ordinal(word))
+        return common.workday_piece(m, nth, quarter)
+    if m.group("pen"):
+        return common.month_end_piece(m, 2, quarter)
+    if m.group("k"):
+        back = 2 if m.group("k").lower() == "second" else en_ordinal(m.group("k"))
+    else:
+        count = en_to_int(m.group("n"))
+        back = None if count is None else count + 1  # 3 days before the last day: 4th-to-last
+    return common.month_end_piece(m, back or 0, quarter)
+
+
+def _adjective(m: re.Match[str]) -> Piece:
+    """hourly/daily/nightly/quarterly before a noun: the repetition unless another word gives
+    the day (guards="day": "on 1 May send the quarterly figures" keeps it in the task)."""
+    word = m.group(0).lower()
+    if word == "hourly":
+        return piece(m, recurrence=Every.minutes(60), weak=True, guards="day")
+    if word == "nightly":
+        return piece(m, recurrence=Daily(), daypart=Daypart.EVENING, weak=True, guards="day")
+    if word == "quarterly":
+        found = MonthlyDays((1,), months=QUARTERS, day_given=False)
+        return piece(m, recurrence=found, weak=True, guards="day")
+    return piece(m, recurrence=Daily(), weak=True, guards="day")
+
+
+def _except(m: re.Match[str]) -> Piece:
+    words = " ".join(m.group("off").lower().split())
+    if words.startswith("weekend"):
+        days = frozenset({5, 6})
+    elif words.startswith(("weekday", "work", "business")):
+        days = frozenset(range(5))
+    else:
+        days = day_list(words)
+    return common.except_piece(m, days)
+
+
+def _same_time_offset(m: re.Match[str]) -> Piece:
+    return piece(m, offset=Offset(1, "month" if "month" in m.group(0).lower() else "week"))
 
 
 def _daypart(m: re.Match[str]) -> Piece:
@@ -383,7 +455,7 @@ HOLIDAY = (
 _OTHER_HOLIDAY = (
     r"(?P<name>diwali|deepavali|hanukk?ah|chanukah|ramadan|eid(?:\s+al[-\s]\w+)?|passover"
     r"|yom\s+kippur|rosh\s+hashanah|holi|vesak|songkran|purim|lent|ash\s+wednesday|pentecost"
-    r"|whitsun|ascension\s+day|mothering\s+sunday|(?-i:[A-Z][\w.']*(?:\s+[A-Z][\w.']*)*"
+    r"|whitsun|ascension\s+day|mothering\s+sunday|(?-i:[A-Z][\w.']{0,30}(?:\s+[A-Z][\w.']{0,30}){0,4}"
     r"\s+(?:Day|Eve|Festival)))\b"
 )
 
@@ -401,7 +473,80 @@ def replace_problem_text(p: Piece, text: str) -> Problem:
 
 _EVERY = r"\b(?:every|each)\s+"
 _ON = r"\b(?:on\s+)?"
+# Days counted from a holiday: "the day after", "two days before", "a week before".
+_SHIFT = (
+    rf"(?:(?:the\s+)?(?:(?P<sn>{EN_NUM}|a|one)\s+(?P<su>days?|weeks?)|day)\s+"
+    r"(?P<dir>before|after|following|prior\s+to)\s+)?"
+)
+# The day of a month counted from its end, or its nth working day (Monday to Friday).
+_FROM_END = (
+    rf"(?:the\s+)?(?:(?P<k>{EN_ORD}|second)[\s-]+(?:to[\s-]+)?last\s+day|(?P<pen>penultimate)\s+day"
+    rf"|(?P<n>{EN_NUM}|a|one)\s+days?\s+before\s+the\s+(?:end|last\s+day)"
+    r"|(?P<wn>first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th|last|final"
+    r"|second[\s-]+(?:to[\s-]+)?last|penultimate)\s+(?:working|work|business|week)\s*day)"
+)
+# Followed by a word that is not part of a time expression: an adjective ("the daily report").
+_ADJECTIVE = (
+    r"(?=\s+(?!(?:on|at|in|from|between|every|each|and|or|starting|until|till|for|by|during"
+    r"|except|excluding|but|apart|other|save|not|never|no|basis|then|after|before|around|through"
+    r"|the|a|an|to|please|with|without|except)\b)[a-z])"
+)
+_EXCEPT = (
+    r"\b(?:except(?:\s+for)?|excluding|exclusive\s+of|other\s+than|apart\s+from|save\s+for"
+    r"|but\s+not|but\s+never|not|never|skip(?:ping)?|no)"
+)
+_OFF_DAYS = rf"(?:{DAYLIST}|weekends?|weekend\s+days|weekdays|work(?:ing)?\s*days|business\s+days)"
 RULES: list[Rule] = [
+    # Words that name a kind of thing, not when ("review the hourly logs", "send the quarterly
+    # figures", "daily standup"): weak, so a day said elsewhere wins and they stay in the task.
+    rule(rf"\b(?:hourly|daily|nightly|quarterly){_ADJECTIVE}",
+         lambda m: _adjective(m)),
+    # Exceptions: "except weekends", "but not on Saturdays and Sundays", "weekends excluded".
+    rule(rf"{_EXCEPT}\s+(?:on\s+|for\s+)?(?:the\s+)?(?P<off>{_OFF_DAYS})", _except),
+    rule(rf"\b(?P<off>{_OFF_DAYS})\s+(?:excluded|excepted|skipped|off|not\s+included)\b", _except),
+    # Exceptions the schedule cannot say (holidays, dates, conditions): refused, never dropped.
+    rule(
+        rf"{_EXCEPT}\s+(?:on\s+|for\s+|during\s+|in\s+|when\s+|if\s+)?(?:the\s+|a\s+)?"
+        r"(?:(?:public|bank|national|federal|school|company|official|statutory|legal)\s+)?"
+        rf"(?:holidays?|vacations?|{HOLIDAY}|{MONTH}(?![a-z])|\d+\w*|{EN_ORD}\b|first\b|last\b"
+        r"|it\b|there\b|days?\b|weeks?\b|months?\b|every\b|each\b|today\b|tomorrow\b)",
+        _fail("exception"),
+    ),
+    rule(r"\b(?:(?:public|bank|national|federal)\s+)?holidays\s+(?:excluded|excepted|off|skipped)\b",
+         _fail("exception")),
+    # "except weekends and holidays": the days are read only if all of the exception is.
+    rule(
+        rf"{_EXCEPT}\s+(?:on\s+|for\s+)?(?:the\s+)?{_OFF_DAYS}\s*(?:,\s*|\band\s+|\bor\s+|&\s*)"
+        r"(?:on\s+|the\s+)?(?:(?:public|bank|national|federal|school|company)\s+)?"
+        r"(?:holidays?|vacations?)\b",
+        _fail("exception"),
+    ),
+    # Days counted from the end of the month, working days.
+    rule(rf"{_ON}{_FROM_END}\s+(?:of|in)\s+(?:every|each)\s+(?P<per>month|quarter)\b", _from_end),
+    rule(
+        rf"(?:{_EVERY}(?P<per2>month|quarter)|\b(?:monthly|quarterly))\s*,?\s+(?:on\s+)?{_FROM_END}"
+        r"(?:\s+of\s+the\s+(?:month|quarter))?",
+        _from_end,
+    ),
+    # Said of one month ("the last working day of the month"): not read yet, never dropped.
+    rule(rf"{_ON}{_FROM_END}\s+(?:of|in)\s+(?:the|this|next)\s+(?:month|quarter)\b",
+         _fail("unparsed")),
+    # "starting 2026-12-04": the first day of an every-N-weeks or -months rule.
+    rule(r"\bstarting\s+(?:on\s+|from\s+)?(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\b",
+         lambda m: common.start_piece(m)),
+    # "this time tomorrow", "same time next week": the clock of the request.
+    rule(
+        r"\b(?:at\s+)?(?:this|the\s+same|same)\s+time\s+next\s+(?:week|month)\b"
+        r"|\bnext\s+(?:week|month),?\s+(?:at\s+)?(?:this|the\s+same|same)\s+time\b",
+        _same_time_offset,
+    ),
+    rule(r"\b(?:at\s+)?(?:this|the\s+same|same)\s+time(?:\s+of\s+(?:the\s+)?day)?\b",
+         common.same_time_piece),
+    # "every first of the month", "each 15th of the month".
+    rule(
+        rf"{_EVERY}(?P<days>{ORDLIST})\s+(?:day\s+)?of\s+(?:the|every|each|a)\s+month\b",
+        _monthly,
+    ),
     # Recurrence
     rule(
         r"\b(?:every\s*day|each\s+day|daily|every\s+single\s+day)\b",
@@ -499,11 +644,16 @@ RULES: list[Rule] = [
     ),
     rule(rf"{_ON}(?:the\s+)?{MD}\s+(?:every\s+year|each\s+year|yearly|annually)\b", _yearly),
     rule(
-        rf"\b(?P<every>(?:every|each)\s+(?:year\s+on\s+)?|(?:yearly|annually)\s+on\s+)"
-        rf"(?:the\s+)?{HOLIDAY}",
+        rf"\b(?P<every>(?:every|each)\s+(?:year\s+on\s+|year,?\s+)?|(?:yearly|annually)\s+on\s+)"
+        rf"{_SHIFT}(?:the\s+)?{HOLIDAY}",
         _holiday,
     ),
-    rule(rf"{_ON}(?:the\s+)?{HOLIDAY}(?P<every>\s+(?:every|each)\s+year)?", _holiday),
+    rule(rf"{_ON}{_SHIFT}(?:the\s+)?{HOLIDAY}(?P<every>\s+(?:every|each)\s+year)?", _holiday),
+    # "lunar 8/15" (month/day of the Chinese calendar), as the confirmation says a lunar date.
+    rule(r"\b(?:on\s+)?lunar\s+(?P<m>\d{1,2})/(?P<d>\d{1,2})\b", lambda m: _lunar(m)),
+    # "before Christmas", "by Thanksgiving": a bound, not a day; refused rather than read as it.
+    rule(rf"\b(?:before|after|by|until|till|around|prior\s+to)\s+(?:the\s+)?{HOLIDAY}",
+         _fail("approximate")),
     rule(rf"\b(?:on|for|at|before|after|until|by|during)\s+(?:the\s+)?{_OTHER_HOLIDAY}",
          _unknown_holiday),
     # One-time dates
@@ -584,11 +734,11 @@ RULES: list[Rule] = [
     ),
     rule(
         rf"\b(?:at\s+)?(?:a\s+)?(?P<k>half\s+past|quarter\s+(?:past|after|to|of)"
-        rf"|(?:{EN_NUM})\s+(?:minutes?\s+)?(?:past|after|to))\s+(?P<h>{EN_NUM})"
+        rf"|(?:{EN_NUM})\s+(?:minutes?\s+)?(?:past|after|to))\s+(?P<h>{EN_NUM}|noon|midday|midnight)"
         rf"(?:\s*{common.AMPM}|\b)",
         _past,
     ),
-    rule(rf"\bat\s+(?P<list>{TIME}(?:\s*,\s*{TIME})*(?:\s*,)?\s+and\s+{TIME})", _time_list),
+    rule(rf"\bat\s+(?P<list>{TIME}(?:\s*,\s*{TIME}){{0,23}}(?:\s*,)?\s+and\s+{TIME})", _time_list),
     rule(rf"\bbetween\s+(?P<a>{TIME})\s+and\s+(?P<b>{TIME})", _window),
     rule(rf"\bfrom\s+(?P<a>{TIME})\s+(?:to|till|until|through|-)\s+(?P<b>{TIME})", _window),
     # "9 tonight", "8 tomorrow morning": a bare hour right before the day that places it.
@@ -623,7 +773,9 @@ RULES: list[Rule] = [
     rule(r"\b(?:(?:this|next|coming)\s+)?weekend\b", _fail("unparsed", weak=True)),
     rule(rf"\blast\s+(?:week|month|year|night|{DAY_ANY})\b", _fail("passed", weak=True)),
     rule(
-        r"\b(?:every|each)\s+(?:\d+\w*|other|few|couple(?:\s+of)?|second|third)\b(?:\s+\w+)?",
+        r"\b(?:every|each)\s+(?:\d+\w*|other|few|couple(?:\s+of)?|first|second|third|fourth"
+        r"|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|fifteenth|twentieth|thirtieth"
+        r"|last)\b(?:\s+\w+)?",
         _fail("unparsed"),
     ),
     rule(rf"\b\d+\s*{UNIT}\b", _fail("unparsed", weak=True)),

@@ -121,8 +121,25 @@ HOLIDAYS: dict[str, Holiday] = {
 }
 
 
+def shifted(key: str, days: int) -> str:
+    """The key of the day ``days`` after (before, if negative) a holiday: "christmas@+1"."""
+    return key if days == 0 else f"{key}@{days:+d}"
+
+
 def holiday(key: str) -> Holiday:
-    """The holiday for a key, including ``lunar:M:D`` for a lunar date said as such."""
+    """The holiday for a key, including ``lunar:M:D`` for a lunar date said as such and
+    ``<key>@+N`` / ``<key>@-N`` for the day N days after / before it."""
+    base, _, shift = key.partition("@")
+    if shift:
+        of = holiday(base)
+        days = int(shift)
+
+        def moved(y: int) -> date | None:
+            # The holiday of the same year, moved: the day after New Year's Eve is next year's.
+            found = of.on(y)
+            return None if found is None else found + timedelta(days=days)
+
+        return Holiday(moved)
     if key.startswith("lunar:"):
         _, month, day = key.split(":")
         return _lunar(int(month), int(day))
@@ -130,9 +147,10 @@ def holiday(key: str) -> Holiday:
 
 
 def days_from(key: str, first_year: int, last_year: int) -> list[date]:
-    """The holiday's days in Gregorian years ``first_year``..``last_year``, in order."""
+    """The holiday's days in Gregorian years ``first_year``..``last_year``, in order (a moved
+    holiday's days may fall one year further)."""
     found = (holiday(key).on(y) for y in range(first_year, last_year + 1))
-    return [d for d in found if d is not None]
+    return sorted(d for d in found if d is not None)
 
 
 def yearly_holiday(key: str) -> Yearly | YearlyNth | YearlyComputed:
@@ -147,6 +165,13 @@ def yearly_holiday(key: str) -> Yearly | YearlyNth | YearlyComputed:
         "mothers_day": (5, 2, 6), "fathers_day": (6, 3, 6), "memorial_day": (5, -1, 0),
         "labor_day_us": (9, 1, 0), "thanksgiving": (11, 4, 3),
     }  # fmt: skip
+    base, _, shift = key.partition("@")
+    if base in fixed and shift:
+        # A fixed date moved by whole days is a fixed date (checked in a common year: no
+        # holiday here is near 29 February).
+        month, day = fixed[base]
+        moved = date(2025, month, day) + timedelta(days=int(shift))
+        return Yearly(moved.month, moved.day)
     if key in fixed:
         return Yearly(*fixed[key])
     if key in nth:

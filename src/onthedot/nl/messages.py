@@ -212,6 +212,43 @@ _MESSAGES: dict[str, tuple[str, str, str, str]] = {
         "“{field}”超出农历表的范围（1901–2099 年）。",
         "a date between 1901 and 2099",
     ),
+    "exception": (
+        "I can't leave out “{field}”: only days of the week can be left out of a daily or "
+        "weekly schedule (e.g. “every day at 7 except weekends”); holidays, dates and "
+        "conditions are not read, so say the days to run instead.",
+        "無法排除「{field}」：只能從每天或每週的排程中排除星期幾（例如「每天七點，週末除外」）；"
+        "假日、日期和條件都讀不了，請直接說要在哪幾天執行。",
+        "无法排除“{field}”：只能从每天或每周的安排中排除星期几（例如“每天七点，周末除外”）；"
+        "假日、日期和条件都读不了，请直接说要在哪几天执行。",
+        "an exception of weekdays from a daily or weekly schedule: every day except weekends, "
+        "每天早上七點週六週日除外, weekdays except Monday",
+    ),
+    "contrast": (
+        "“{field}” gives some days another time or rule, which is not read here; create one "
+        "task for each schedule (e.g. “every weekday at 8” and “every weekend at 9”).",
+        "「{field}」讓某些日子用另一個時間或規則，這裡讀不了；請分別建立（例如「每個工作日八點」和「每週末九點」）。",
+        "“{field}”让某些日子用另一个时间或规则，这里读不了；请分别创建（例如“每个工作日八点”和“每周末九点”）。",
+        "one schedule per task: every weekday at 8 / every weekend at 9",
+    ),
+    "exception_all": (
+        "“{field}” leaves out every day the schedule has; which days should it run?",
+        "「{field}」排除了所有的日子；請問要在哪幾天執行？",
+        "“{field}”排除了所有的日子；请问要在哪几天执行？",
+        "an exception that leaves some days to run on",
+    ),
+    "same_time_day": (
+        "“{field}” needs a day, e.g. “this time tomorrow” or “same time next week”.",
+        "「{field}」需要指定哪一天，例如「明天這個時候」或「下週同一時間」。",
+        "“{field}”需要指定哪一天，例如“明天这个时候”或“下周同一时间”。",
+        "a day with it: this time tomorrow, same time next week, 明天這個時候",
+    ),
+    "ambiguous_month_end": (
+        "“{field}” is ambiguous; say “the last day of every month” or “the 3rd-to-last day "
+        "of every month”.",
+        "「{field}」有歧義；請說「每月最後一天」或「每月倒數第三天」。",
+        "“{field}”有歧义；请说“每月最后一天”或“每月倒数第三天”。",
+        "每月倒數第三天, the 3rd-to-last day of every month, 3 days before the end of every month",
+    ),
     "midnight_day": (
         "“{field}” is midnight at the end of that day, which cannot be scheduled for days of "
         "the month; say 00:00 of the next day instead.",
@@ -228,6 +265,11 @@ _NOTES: dict[str, tuple[str, str, str]] = {
         " “{said}” is read as {as} (24-hour clock); say {said}pm for {pm}.",
         "（未說上午或下午的鐘點按 24 小時制讀作 {as}；若是下午請加「下午」）",
         "（未说上午或下午的钟点按 24 小时制读作 {as}；若是下午请加“下午”）",
+    ),
+    "evening_hour": (
+        " “{said}” after {after} is read as {as} (pm); say {said}am for {am}.",
+        "（{after} 之後未說上午或下午的「{said}」點讀作下午或晚上的 {as}；若是早上請加「早上」）",
+        "（{after} 之后未说上午或下午的“{said}”点读作下午或晚上的 {as}；若是早上请加“早上”）",
     ),
 }
 

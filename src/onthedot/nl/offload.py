@@ -1,11 +1,12 @@
 """Where the parser runs: off the event loop, one sentence at a time per process.
 
-Reading a sentence is pure CPU work, bounded by its length (``MAX_TEXT_CHARS``: about 0.1 s at
-the longest on one core). Done on the event loop, a few such requests at once held up every
-other request of the server, ``/healthz`` included. They run instead in one dedicated thread:
-the loop keeps serving (Python hands the interpreter lock back to it every few milliseconds),
-and parsing never takes more than one core whatever the number of callers. How often one user
-may ask is the per-user parse rate (``onthedot.quotas``), checked before the work is queued.
+Reading a sentence is pure CPU work, bounded by its length (``MAX_TEXT_CHARS``: a few tens of
+milliseconds at the longest on one core). Done on the event loop, a few such requests at once
+held up every other request of the server, ``/healthz`` included. They run instead in one
+dedicated thread: the loop keeps serving (Python hands the interpreter lock back to it every few
+milliseconds), and parsing never takes more than one core whatever the number of callers. How
+often one user may ask is the per-user parse rate (``onthedot.quotas``), checked before the work
+is queued.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ languages, so that 明天下午三點 and "tomorrow at 3pm" cannot drift apart.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import re
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ class Clock:
     minute: int = 0
     meridiem: Literal["am", "pm"] | None = None
     end_of_day: bool = False  # "midnight"/午夜: 00:00 at the end of the named day
+    # "this time tomorrow", 明天這個時候: the hour and minute of the request, filled in by resolve.
+    same_as_now: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class Weekly:
 
 @dataclass(frozen=True)
 class MonthlyDays:
-    days: tuple[int, ...]  # 1..31; -1 is the last day of the month
+    days: tuple[int, ...]  # 1..31; -1 is the last day of the month, -3 the third-to-last
     interval: int = 1
     months: tuple[int, ...] = ()  # only these months (quarterly: 1, 4, 7, 10); () is every month
     day_given: bool = True  # False for "quarterly" alone: "on the 15th" may still name the day
@@ -62,6 +65,15 @@ class MonthlyDays:
 class MonthlyNth:
     nth: int  # 1..5, or -1 for the last one
     weekday: int
+
+
+@dataclass(frozen=True)
+class MonthlyWorkday:
+    """The nth working day (Monday to Friday) of a month: the last one of every month, the
+    first one of each quarter (``months``). No holiday calendar is applied."""
+
+    nth: int  # 1..5, or -1 for the last one, -2 for the one before it ...
+    months: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,7 +95,7 @@ class YearlyNth:
 class YearlyComputed:
     """A yearly day no rule can state (a lunar date, Easter): its dates are listed one by one."""
 
-    holiday: str  # a key of onthedot.nl.holidays.HOLIDAYS, or "lunar:M:D"
+    holiday: str  # a key of onthedot.nl.holidays (see HolidayRef)
 
 
 @dataclass(frozen=True)
@@ -118,8 +130,8 @@ class Every:
 
 
 Recurrence = (
-    Daily | Weekly | MonthlyDays | MonthlyNth | Yearly | YearlyNth | YearlyComputed | Anchored
-    | Every
+    Daily | Weekly | MonthlyDays | MonthlyNth | MonthlyWorkday | Yearly | YearlyNth
+    | YearlyComputed | Anchored | Every
 )
 
 
@@ -182,7 +194,9 @@ class NthWeekdayRef:
 class HolidayRef:
     """The next occurrence of a holiday (Christmas Eve, 中秋節) or a lunar date (農曆八月十五)."""
 
-    holiday: str  # a key of onthedot.nl.holidays.HOLIDAYS, or "lunar:M:D"
+    # A key of onthedot.nl.holidays.HOLIDAYS, or "lunar:M:D"; "@+1" / "@-2" after it moves the
+    # day (the day after Christmas: "christmas@+1"), see holidays.holiday.
+    holiday: str
 
 
 DateRef = (
@@ -224,8 +238,15 @@ class Piece:
     more: tuple[Clock, ...] = ()
     window: tuple[Slot, Slot] | None = None  # 九點到五點, "between 10 and 4"
     count: int | None = None  # 一天三次, "twice a day": how many times of day must be given
+    # Weekdays a recurrence leaves out: "except weekends", 週六週日除外 (Monday = 0).
+    exclude: frozenset[int] | None = None
+    # The first day of an every-N-weeks or -months rule: "starting 2026-12-04", 從 2026-12-04 起
+    # (as the confirmation says it).
+    first_day: datetime.date | None = None
     # A problem that only matters if nothing else gives what it would have given: "clock" for
     # "after lunch" (moot once a time is said), "day" for an unknown holiday; None: always.
+    # On a weak piece that is no problem, "day": dropped when another word gives the day
+    # ("the daily report" on 1 May), kept otherwise ("daily standup at 9").
     guards: Literal["clock", "day"] | None = None
     # A weak piece may be ordinary prose ("看一點書", "the morning news"): it only counts when it
     # touches a strong piece, or (if ``stands_alone``) when nothing strong says the same thing.
@@ -234,11 +255,14 @@ class Piece:
 
     @property
     def sets_clock(self) -> bool:
-        return self.clock is not None or self.daypart is not None or self.window is not None
+        return (self.clock is not None or self.daypart is not None or self.window is not None
+                or self.immediate)
 
     @property
     def sets_day(self) -> bool:
-        return any(x is not None for x in (self.recurrence, self.date, self.offset))
+        # "right now, post today's menu": now gives the day, so today's names a topic.
+        return self.immediate or any(
+            x is not None for x in (self.recurrence, self.date, self.offset))
 
 
 def piece(m: re.Match[str], **fields: object) -> Piece:

@@ -17,6 +17,7 @@ import calendar
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 from onthedot.domain.models import JobParams
@@ -24,17 +25,22 @@ from onthedot.nl import holidays
 from onthedot.nl.combine import Spec, fail
 from onthedot.nl.parts import (
     AbsDate,
+    Clock,
+    Daily,
     DateRef,
     DayOfMonth,
     Daypart,
+    Every,
     HolidayRef,
     MonthRef,
     NthWeekdayRef,
     Problem,
+    Recurrence,
     RelativeDay,
     SlashDate,
     Slot,
     WeekdayRef,
+    Weekly,
     WeekRef,
 )
 from onthedot.schedule import resolve_local
@@ -48,6 +54,7 @@ class TimeOfDay:
 
 
 DEFAULT_TIME = TimeOfDay(9, 0)
+ALL_DAYS = frozenset(range(7))
 DAYPART_DEFAULTS: dict[Daypart, TimeOfDay] = {
     Daypart.MORNING: TimeOfDay(8, 0),
     Daypart.FORENOON: TimeOfDay(9, 0),
@@ -75,13 +82,16 @@ def to_params(
     """The job, and notes for the confirmation (how a bare hour was read)."""
     if spec.immediate:
         return JobParams(type="immediate", timezone=tz), ()
+    local_now = now.astimezone(zone)
+    _same_time_as_now(spec, local_now)
     times, notes = times_of_day(spec)
     if spec.count is not None:
         if not times and spec.window is None:
             raise fail("need_times", _text(spec, "count"))
-        if len(times) != spec.count:
-            raise fail("count_mismatch", _text(spec, "count"), n=spec.count, given=len(times))
-    local_now = now.astimezone(zone)
+        if len(set(times)) != spec.count:  # "twice a day at 8 and 8pm" is one time
+            raise fail("count_mismatch", _text(spec, "count"), n=spec.count, given=len(set(times)))
+    if spec.exclude:
+        spec.recurrence = _without_days(spec)
     if spec.recurrence is not None:
         if spec.weekday_check is not None:
             raise fail("conflict", _text(spec, "date"))
@@ -101,6 +111,40 @@ def to_params(
     return params, notes
 
 
+def _same_time_as_now(spec: Spec, now: datetime) -> None:
+    """"this time tomorrow", 明天這個時候: the clock of the request, on the day said. Without a day
+    it would be now itself (or tomorrow): refused."""
+    for index, slot in enumerate(spec.slots):
+        if slot.clock is None or not slot.clock.same_as_now:
+            continue
+        if spec.recurrence is None and spec.date is None and spec.offset is None:
+            raise fail("same_time_day", spec.slot_texts[index])
+        # On the 12-hour clock with its half of the day: exact, so never read as a bare hour.
+        meridiem: Literal["am", "pm"] = "am" if now.hour < 12 else "pm"
+        spec.slots[index] = Slot(Clock(now.hour % 12 or 12, now.minute, meridiem))
+
+
+def _without_days(spec: Spec) -> Recurrence:
+    """The recurrence less the weekdays an exception names ("daily at 7 except weekends",
+    週六週日除外); an exception that cannot be taken out of it is refused, never dropped."""
+    rec, gone = spec.recurrence, spec.exclude
+    field = spec.exclude_text
+    if isinstance(rec, Daily) and rec.interval == 1:
+        days = ALL_DAYS - gone
+        rec = Weekly(days)
+    elif isinstance(rec, Weekly) and rec.interval == 1:
+        days = rec.days - gone
+        rec = Weekly(days)
+    elif isinstance(rec, Every):
+        days = (rec.days if rec.days is not None else ALL_DAYS) - gone
+        rec = Every(rec.seconds, days)
+    else:
+        raise fail("exception", field)
+    if not days:
+        raise fail("exception_all", field)
+    return rec
+
+
 def _text(spec: Spec, name: str) -> str:
     for p in spec.pieces:
         if getattr(p, name) is not None:
@@ -110,18 +154,41 @@ def _text(spec: Spec, name: str) -> str:
 
 def times_of_day(spec: Spec) -> tuple[list[TimeOfDay], tuple[Problem, ...]]:
     """Each slot's time; a slot with no part of the day takes the previous slot's when its hour
-    fits it (晚上八點和十點 = 20:00 and 22:00)."""
+    fits it (晚上八點和十點 = 20:00 and 22:00). A bare hour not after the time before it is the
+    afternoon's or evening's when that puts it after ("twice a day at 9 and 6" = 09:00 and
+    18:00), and a note says so."""
     times: list[TimeOfDay] = []
     notes: list[Problem] = []
     previous: Daypart | None = None
     for slot, text in zip(spec.slots, spec.slot_texts, strict=True):
         tod, bare = slot_time(slot, text, previous)
-        if bare and slot.clock is not None and 1 <= slot.clock.hour <= 11:
-            notes.append(_bare_note(slot.clock.hour, slot.clock.minute))
+        clock = slot.clock
+        if bare and clock is not None and 1 <= clock.hour <= 11:
+            before = times[-1] if times and not times[-1].shift else None
+            # Not after the time before it: "at 9 and 6", "at 8 and 8" (twice the same is
+            # not what anyone means).
+            if before is not None and _minute(tod) <= _minute(before) < _minute(tod) + 720:
+                notes.append(_evening_note(clock.hour, clock.minute, before))
+                tod = TimeOfDay(tod.hour + 12, tod.minute)
+            else:
+                notes.append(_bare_note(clock.hour, clock.minute))
         times.append(tod)
         previous = slot.daypart or previous
     unique = sorted(set(times), key=lambda t: (t.shift, t.hour, t.minute))
     return unique if len(unique) > 1 else times, tuple(dict.fromkeys(notes))
+
+
+def _minute(t: TimeOfDay) -> int:
+    return t.hour * 60 + t.minute
+
+
+def _evening_note(hour: int, minute: int, before: TimeOfDay) -> Problem:
+    said = f"{hour}" if minute == 0 else f"{hour}:{minute:02d}"
+    params = (
+        ("said", said), ("as", f"{hour + 12}:{minute:02d}"), ("am", f"{hour:02d}:{minute:02d}"),
+        ("after", f"{before.hour:02d}:{before.minute:02d}"),
+    )
+    return Problem("evening_hour", said, params)
 
 
 def _bare_note(hour: int, minute: int) -> Problem:

@@ -9,7 +9,7 @@ from onthedot.nl.parts import Piece
 from onthedot.nl.scan import Tail
 
 _ZH_LEAD = re.compile(
-    r"^(?:[\s,，。、:：;；!！~～]|請你|请你|請|请|麻煩你|麻烦你|麻煩|麻烦|幫忙|帮忙|幫我|帮我|替我|給我|给我"
+    r"^(?:[\s,，。、:：;；!！~～()（）]|請你|请你|請|请|麻煩你|麻烦你|麻煩|麻烦|幫忙|帮忙|幫我|帮我|替我|給我|给我"
     r"|提醒我|提醒一下|提醒|記得|记得|我想要|我想|我要|我希望|你要|你|要|的|在|於|于|就|都|再|準時|准时"
     r"|分別是|分别是|分別在|分别在|分別|分别"
     r"|定時|定时|自動|自动|能不能|可不可以|可以)+"
@@ -17,7 +17,7 @@ _ZH_LEAD = re.compile(
 # Tails are stripped by walking back from the end (``_strip_tail``), not by a regex ending in
 # ``+$``: such a regex is retried at every position of the text, and nested quantifiers made
 # one ReDoS ("call mom,,,,,,,,,,,,,,,,,,,,,,,,x" took minutes).
-_ZH_TAIL = Tail(chars=",，。、:：;；!！?？~～",
+_ZH_TAIL = Tail(chars=",，。、:：;；!！?？~～()（）",
                 words=("吧", "喔", "哦", "啊", "呀", "哈", "好嗎", "好吗", "嗎", "吗", "謝謝",
                        "谢谢", "的時候", "的时候"), bounded=False)
 _EN_LEAD = re.compile(

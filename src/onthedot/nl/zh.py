@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 
 from onthedot.nl import common
-from onthedot.nl.holidays import yearly_holiday
+from onthedot.nl.holidays import shifted, yearly_holiday
 from onthedot.nl.numbers import ZH_NUM, zh_to_int
 from onthedot.nl.parts import (
     AbsDate,
@@ -35,11 +35,15 @@ from onthedot.nl.parts import (
 from onthedot.nl.scan import Rule, rule
 
 WEEK = r"(?:週|周|星期|禮拜|礼拜)"
+# Spaces inside an expression are bounded: a rule that may start at a space and take any number
+# of them before failing is tried again at every space (quadratic in a run of 3,900 spaces).
+_SP = r"\s{0,3}"
 _DAY_CHARS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 # A weekday numeral is not one when a clock marker follows: 每週一三點 is Monday at 3.
 _DAYC = r"[一二三四五六日天](?![點点時时:次])"  # 每三週一次 is "once every three weeks"
 _DAYC_NO_TIAN = r"[一二三四五六日](?![點点時时:次])"  # 每週六天 is "six days a week", not Sunday
-DAYLIST = rf"{_DAYC}(?:(?:[、,，和及與与跟/]|到|至|-|~)?(?:{WEEK}{_DAYC}|{_DAYC_NO_TIAN}))*"
+# Bounded, as in English: a list followed by a word it needs (除外) is tried in constant time.
+DAYLIST = rf"{_DAYC}(?:(?:[、,，和及與与跟/]|到|至|-|~)?(?:{WEEK}{_DAYC}|{_DAYC_NO_TIAN})){{0,13}}"
 HOUR = r"(?:\d{1,2}|[零〇一二兩两三四五六七八九十]{1,3})"
 MINNUM = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
 DAYNUM = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
@@ -325,6 +329,14 @@ def _slash_date(m: re.Match[str]) -> Piece:
 
 def _holiday(m: re.Match[str]) -> Piece:
     key = HOLIDAYS[m.group("name")]
+    if m.group("dir") or m.group("next"):  # 聖誕節後一天, 母親節前兩天, 聖誕節隔天
+        count = _num(m.group("sn")) if m.group("sn") else 1
+        if count is None or count == 0:
+            return problem(m, "unparsed")
+        days = count * (7 if m.group("su") in ("週", "周", "星期", "禮拜", "礼拜") else 1)
+        key = shifted(key, -days if m.group("dir") == "前" else days)
+        if not m.group("every"):
+            return piece(m, date=HolidayRef(key))  # the count makes it a day, not a topic
     if m.group("every"):
         return piece(m, recurrence=yearly_holiday(key))
     # 準備母親節禮物: a holiday is the day only when nothing else gives one.
@@ -395,6 +407,57 @@ def _lunar_plain(m: re.Match[str]) -> Piece:
     return piece(m, recurrence=YearlyComputed(key)) if every else piece(m, date=HolidayRef(key))
 
 
+def _from_end(m: re.Match[str]) -> Piece:
+    """每月倒數第三天, 每月最後一個工作日, 每季第一個工作日, 每月月底前三天."""
+    g = m.groupdict()
+    quarter = (g.get("per") or g.get("per_") or "").startswith("季")
+    if g.get("wn") or g.get("wlast"):
+        nth: int | None = -1
+        if g.get("wback"):
+            nth = -(_num(g["wback"]) or 0)
+        elif g.get("wn"):
+            nth = _num(g["wn"])
+        return common.workday_piece(m, nth, quarter)
+    if g.get("k"):
+        return common.month_end_piece(m, _num(g["k"]) or 0, quarter)
+    count = _num(g.get("n"))
+    return common.month_end_piece(m, 0 if count is None else count + 1, quarter)
+
+
+def _to_hour(m: re.Match[str]) -> Piece:
+    """八點差一刻 = 07:45, 差五分八點 = 07:55: the hour before, with its part of the day."""
+    hour = _num(m.group("h") or m.group("h2"))
+    kind = (m.group("k") or m.group("k2")).replace("鐘", "").replace("钟", "").strip()
+    minutes = {"一刻": 15, "三刻": 45}.get(kind)
+    if minutes is None:
+        minutes = _num(kind.rstrip("分").strip())
+    if hour is None or hour > 24 or hour == 0:
+        return problem(m, "bad_hour")
+    if minutes is None or not 1 <= minutes <= 59:
+        return problem(m, "bad_minute")
+    dp = m.group("dp") or m.group("dp2")
+    return piece(m, clock=Clock(hour - 1, 60 - minutes), **_daypart_fields(dp))
+
+
+def _nth_day_of_month(m: re.Match[str]) -> Piece:
+    """每月第一天 = 每月1號."""
+    day = _num(m.group("k"))
+    if day is None or not 1 <= day <= 31:
+        return problem(m, "bad_date")
+    return piece(m, recurrence=MonthlyDays((day,)))
+
+
+def _except(m: re.Match[str]) -> Piece:
+    words = m.group("off")
+    if "末" in words:
+        days = frozenset({5, 6}) | day_list(words.replace("末", ""))
+    elif "工作日" in words or "平日" in words:
+        days = frozenset(range(5))
+    else:
+        days = day_list(words)
+    return common.except_piece(m, days)
+
+
 def day_list(text: str) -> frozenset[int]:
     """一三五 -> Mon, Wed, Fri; 一到五 / 一至週五 -> Monday..Friday."""
     items: list[int | None] = []
@@ -449,27 +512,83 @@ def _yearly(m: re.Match[str]) -> Piece:
 _APPROX = r"多|左右|前後|前后|上下|以前|之前|前|以後|之後|之后|以后"
 # Words that start a day reference, to tell 從明天開始 (a bound) from 從頭開始 (prose).
 _WHEN = rf"今天|明天|後天|后天|下|本|這|这|{WEEK}|\d|[一二三四五六七八九十]+[月號号日]"
-_EVERY = rf"每(?P<gap>隔)?\s*(?P<n>{ZH_NUM})?(?:個|个)?"
+# 每 3 天, 每 2 週的週五: the confirmation writes the count with spaces, and reads back.
+_EVERY = rf"每(?P<gap>隔)?{_SP}(?P<n>{ZH_NUM})?{_SP}(?:個|个)?"
 _OFFSET = (
-    rf"(?P<n>\d+\.\d+|{ZH_NUM})?(?P<half>個半|个半|半)?(?:個|个)?(?P<u>{_UNITS})(?P<half2>半)?"
+    rf"(?P<n>\d{{1,3}}\.\d{{1,3}}|{ZH_NUM})?(?P<half>個半|个半|半)?(?:個|个)?(?P<u>{_UNITS})(?P<half2>半)?"
 )
 _WORKDAY = r"(?:每(?:一)?(?:個|个)?)?(?:工作日|上班日)"
+_BUT = r"但是?|不過|不过|可是|只是"
+_EXCEPT_PRE = r"(?:除了|除開|除开|除去|不含|不包括|不包含|排除)"
+_EXCEPT_POST = (
+    r"(?:除外|不要|不用|不必|休息|跳過|跳过|不算|不執行|不执行|不提醒|暫停|暂停|不發|不发)"
+)
+_OFF_DAYS = (
+    rf"(?:{WEEK}{DAYLIST}|(?:每(?:個|个)?)?(?:週|周)末(?:兩天|两天)?|(?:每(?:個|个)?)?(?:工作日|平日))"
+)
+_OFF_OTHER = (
+    r"(?:國定|国定|法定|公眾|公众|國|国|例)?(?:假日|假期|節假日|节假日|連假|连假|節日|节日|颱風假|台风假)"
+    r"|下雨天?|雨天"
+)
+_SAME_TIME = (
+    r"(?:這個|这个|這|这|此|同一個|同一个|同一|相同的?|同樣的?|同样的?)\s{0,3}(?:時候|时候|時間|时间|時刻|时刻)"
+)
 
 
 
 def _time_end(i: int) -> str:
     """One end of a window: 九點, 早上9點半, 下午五點十五分 (groups dp<i>, h<i>, m<i>)."""
     minutes = rf"(?P<m{i}>半|一刻|三刻|{_SHARP}|{MINNUM}分?)?"
-    return rf"(?P<dp{i}>{DP})?\s*(?P<h{i}>{HOUR})\s*{MARK}{minutes}"
+    return rf"(?P<dp{i}>{DP})?{_SP}(?P<h{i}>{HOUR}){_SP}{MARK}{minutes}"
 
 
-_WINDOW = rf"(?:從|从|自)?{_time_end(1)}\s*(?:到|至|-|~|～|—)\s*{_time_end(2)}"
+_WINDOW = rf"(?:從|从|自)?{_time_end(1)}{_SP}(?:到|至|-|~|～|—){_SP}{_time_end(2)}"
 _COLON_WINDOW = (
-    rf"(?:從|从|自)?(?P<dp1>{DP})?\s*(?P<h1>\d{{1,2}})[:：](?P<m1>\d{{2}})\s*(?:到|至|-|~|～)\s*"
-    rf"(?P<dp2>{DP})?\s*(?P<h2>\d{{1,2}})[:：](?P<m2>\d{{2}})"
+    rf"(?:從|从|自)?(?P<dp1>{DP})?{_SP}(?P<h1>\d{{1,2}})[:：](?P<m1>\d{{2}}){_SP}(?:到|至|-|~|～){_SP}"
+    rf"(?P<dp2>{DP})?{_SP}(?P<h2>\d{{1,2}})[:：](?P<m2>\d{{2}})"
 )
 
 RULES: list[Rule] = [
+    # Exceptions: 週六週日除外, 除了週末, 但週末不要; holidays and dates are refused, never dropped.
+    rule(rf"(?:{_BUT})?{_EXCEPT_PRE}{_SP}(?P<off>{_OFF_DAYS})(?:以外|之外)?", _except),
+    rule(rf"(?:{_BUT})?(?P<off>{_OFF_DAYS}){_SP}(?:都|也)?{_EXCEPT_POST}", _except),
+    # 六日除外, 六、日除外: weekday numerals alone, only before 除外 (六日 may be the 6th).
+    rule(rf"(?P<off>{_DAYC}(?:[、,，和及與与跟]?{_DAYC}){{0,6}}){_SP}(?:都|也)?除外", _except),
+    rule(rf"(?:{_BUT})?{_EXCEPT_PRE}{_SP}(?:{_OFF_OTHER}|{_HOLIDAY}|\d|{ZH_NUM}{_SP}[月號号日])",
+         _fail("exception")),
+    rule(rf"(?:{_BUT})?(?:{_OFF_OTHER}|{_HOLIDAY}){_SP}(?:都|也)?{_EXCEPT_POST}",
+         _fail("exception")),
+    # Days counted from the end of a month or quarter; working days (Monday to Friday).
+    rule(
+        rf"每(?:一)?(?:個|个)?(?P<per>月|季度?)(?:的)?(?:倒數|倒数)第{_SP}(?P<k>{DAYNUM}){_SP}[天日]"
+        rf"|每(?:一)?(?:個|个)?(?P<per_>月|季度?)(?:的)?(?:月底|季底|季末|最後一天|最后一天)(?:之)?前{_SP}"
+        rf"(?P<n>{ZH_NUM}){_SP}[天日]",
+        _from_end,
+    ),
+    rule(
+        r"每(?:一)?(?:個|个)?(?P<per>月|季度?)(?:的)?(?:第\s{0,3}(?P<wn>[一二三四五1-5])\s{0,3}(?:個|个)?"
+        r"|(?P<wlast>(?:倒數|倒数)第\s{0,3}(?P<wback>[一二三四五1-5])\s{0,3}(?:個|个)?"
+        r"|最後一個|最后一个|最後|最后))\s{0,3}(?:工作日|工作天|上班日|營業日|营业日)",
+        _from_end,
+    ),
+    rule(rf"每(?:一)?(?:個|个)?月(?:的)?第{_SP}(?P<k>{DAYNUM}){_SP}天", _nth_day_of_month),
+    # 最後一天前兩天 as a count after the day it moves: read where a rule says so (月底前三天,
+    # 母親節前兩天), else refused when it touches the time expression, never left in the task.
+    rule(rf"(?:之|以)?(?:前|後|后){_SP}{ZH_NUM}{_SP}(?:個|个)?(?:天|日|週|周|星期|禮拜|礼拜|月)",
+         _fail("unparsed", weak=True)),
+    # 從 2026-12-04 起: the first day of an every-N-weeks or -months rule.
+    rule(r"(?:從|从|自)\s{0,3}(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})\s{0,3}(?:起|開始|开始)",
+         lambda m: common.start_piece(m)),
+    # 明天這個時候, 下週同一時間: the clock of the request.
+    rule(rf"下(?:個|个)?(?P<u>{WEEK}|月)(?:的)?{_SP}(?:這|这)?{_SAME_TIME}",
+         lambda m: piece(m, offset=Offset(1, "month" if m.group("u") == "月" else "week"))),
+    rule(rf"(?:在)?{_SAME_TIME}", common.same_time_piece),
+    # 八點差一刻, 差五分八點: minutes before the hour.
+    rule(
+        rf"(?P<dp>{DP})?{_SP}(?P<h>{HOUR}){_SP}(?:點|点)(?:鐘|钟)?{_SP}差{_SP}(?P<k>一刻|三刻|{MINNUM}{_SP}分?(?:鐘|钟)?)"
+        rf"|(?P<dp2>{DP})?{_SP}差{_SP}(?P<k2>一刻|三刻|{MINNUM}{_SP}分(?:鐘|钟)?){_SP}(?P<h2>{HOUR}){_SP}(?:點|点)(?:鐘|钟)?",
+        lambda m: _to_hour(m),
+    ),
     # Recurrence
     rule(
         r"每(?:一)?(?:個|个)?半年",
@@ -487,14 +606,14 @@ RULES: list[Rule] = [
         r"每(?:一)?(?:個|个)?季度?(?:的)?(?:最後一天|最后一天|最後一日|最后一日|末|底)",
         _fixed(recurrence=MonthlyDays((-1,), months=(3, 6, 9, 12))),
     ),
-    rule(rf"(?:一天|一日|每天|每日)\s*(?P<n>{ZH_NUM})\s*次", _times_a_day),
+    rule(rf"(?:一天|一日|每天|每日){_SP}(?P<n>{ZH_NUM}){_SP}次", _times_a_day),
     rule(_WINDOW, _window),
     rule(_COLON_WINDOW, _colon_window),
     rule(
         r"上班時間|上班时间|工作時間|工作时间|辦公時間|办公时间|上班時段|上班时段",
         _fail("need_hours"),
     ),
-    rule(rf"{_EVERY}(?P<half>半)?(?:個|个)?(?P<u>{_UNITS}|年)", _interval),
+    rule(rf"{_EVERY}(?P<half>半)?(?:個|个)?{_SP}(?P<u>{_UNITS}|年)", _interval),
     rule(r"天天|每一天", _fixed(recurrence=Daily())),
     rule(
         r"每晚|每夜|每(?:一)?(?:個|个)?晚上",
@@ -504,7 +623,9 @@ RULES: list[Rule] = [
         r"每(?:一)?(?:個|个)?早上|每早",
         _fixed(recurrence=Daily(), daypart=Daypart.MORNING),
     ),
-    rule(rf"{_EVERY}{WEEK}(?:的)?(?:{WEEK})?(?P<days>{DAYLIST})", _weekly),
+    # 每週一，週二除外: the days before 除外 are the exception, not more days of the list.
+    rule(rf"{_EVERY}{WEEK}(?:的)?(?:{WEEK})?(?P<days>{DAYLIST})(?!{_SP}(?:都|也)?{_EXCEPT_POST})",
+         _weekly),
     rule(rf"{WEEK}(?P<days>{_DAYC}(?:到|至|-|~){WEEK}?{_DAYC})", _weekday_range),
     rule(
         r"每(?:一)?(?:個|个)?(?:週|周)末",
@@ -513,7 +634,7 @@ RULES: list[Rule] = [
     rule(_WORKDAY, _fixed(recurrence=Weekly(frozenset(range(5))))),
     rule(r"每(?:個|个)?平日", _fixed(recurrence=Weekly(frozenset(range(5))))),
     rule(
-        rf"{_EVERY}月(?:的)?(?P<days>(?:{DAYNUM}(?:號|号|日)?[、,，和及與与跟])*{DAYNUM})(?:號|号|日)",
+        rf"{_EVERY}月(?:的)?(?P<days>(?:{DAYNUM}(?:號|号|日)?[、,，和及與与跟]){{0,30}}{DAYNUM})(?:號|号|日)",
         _monthly,
     ),
     rule(
@@ -522,11 +643,17 @@ RULES: list[Rule] = [
     ),
     rule(
         r"每(?:一)?(?:個|个)?月(?:的)?(?:第(?P<nth>[一二三四五1-5])(?:個|个)?"
-        rf"|(?P<last>最後一個|最后一个|最後一|最后一|最後|最后))\s*{WEEK}(?P<d>[一二三四五六日天])",
+        rf"|(?P<last>最後一個|最后一个|最後一|最后一|最後|最后)){_SP}{WEEK}(?P<d>[一二三四五六日天])",
         _monthly_nth,
     ),
     rule(rf"每(?:一)?年(?:的)?(?P<m>{MONTHNUM})月(?P<d>{DAYNUM})(?:日|號|号)?", _yearly),
-    rule(rf"(?P<every>每年(?:的)?|每逢)?{_HOLIDAY}", _holiday),
+    rule(
+        rf"(?P<every>每年(?:的)?|每逢)?{_HOLIDAY}(?:(?:的)?(?P<dir>前|後|后){_SP}(?P<sn>{ZH_NUM}){_SP}"
+        rf"(?:(?:個|个)?(?P<su>天|日|週|周|星期|禮拜|礼拜))|(?:的)?(?P<next>隔天|翌日|次日|第二天))?",
+        _holiday,
+    ),
+    # 聖誕節前, 母親節以後: a bound, not a day; refused rather than read as the holiday.
+    rule(rf"{_HOLIDAY}(?:之|以)?(?:前|後|后)", _fail("approximate")),
     rule(
         rf"(?P<every>每年(?:的)?)?(?:農曆|农历|陰曆|阴历|舊曆|旧历)(?P<leap>閏|闰)?"
         rf"(?P<m>{_LUNAR_MONTH})月(?P<d>{_LUNAR_DAY})(?:日|號|号)?",
@@ -540,7 +667,7 @@ RULES: list[Rule] = [
     ),
     rule(_REGIONAL, _fail("region_holiday", weak=True, guards="day")),
     rule(_SOLAR_TERMS, _fail("solar_term", weak=True, guards="day")),
-    rule(r"(?P<name>[\u4e00-\u9fff]{1,3}(?:節|节))", _unknown_festival),
+    rule(r"(?P<name>[\u4e00-\u9fff]{1,3}(?:節|节))(?!假)", _unknown_festival),
     # One-time dates
     rule(r"今天|今日|明天|明日|後天|后天|大後天|大后天", _relative_day),
     rule(r"昨天|昨日|前天|昨晚", _fail("passed")),
@@ -558,7 +685,7 @@ RULES: list[Rule] = [
     rule(r"(?<![\d/.])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?![\d/])", _slash_date),
     rule(
         rf"(?:(?P<ypre>今年|明年)?(?P<m>{MONTHNUM})月|(?P<rel>下下|下|這|这|本)(?:個|个)?月)(?:的)?"
-        rf"(?:第(?P<nth>[一二三四五1-5])(?:個|个)?|(?P<last>最後一個|最后一个|最後|最后))\s*"
+        rf"(?:第(?P<nth>[一二三四五1-5])(?:個|个)?|(?P<last>最後一個|最后一个|最後|最后)){_SP}"
         rf"{WEEK}(?P<d>[一二三四五六日天])",
         _nth_of_month,
     ),
@@ -567,18 +694,18 @@ RULES: list[Rule] = [
     rule(rf"{_OFFSET}(?:之?後|之?后|以後|以后)", _offset),
     # Times of day
     rule(
-        rf"(?P<dp>{DP})?\s*(?P<h>{HOUR})\s*(?P<mark>{MARK})"
-        rf"(?P<mm>半|一刻|三刻|{_SHARP}|(?:零|〇|0)?{MINNUM}\s*分(?!鐘|钟)|(?:零|〇|0)?{MINNUM}(?![分\d]))?"
+        rf"(?P<dp>{DP})?{_SP}(?P<h>{HOUR}){_SP}(?P<mark>{MARK})"
+        rf"(?P<mm>半|一刻|三刻|{_SHARP}|(?:零|〇|0)?{MINNUM}{_SP}分(?!鐘|钟)|(?:零|〇|0)?{MINNUM}(?![分\d]))?"
         rf"(?P<approx>{_APPROX})?",
         _time,
     ),
     rule(
-        rf"(?P<dp>{DP})?\s*(?<!\d)(?P<h>\d{{1,2}})[:：](?P<m>\d{{2}})(?!\d)(?P<approx>{_APPROX})?",
+        rf"(?P<dp>{DP})?{_SP}(?<!\d)(?P<h>\d{{1,2}})[:：](?P<m>\d{{2}})(?!\d)(?P<approx>{_APPROX})?",
         _colon_time,
     ),
     rule(DP, _daypart),
     rule(
-        r"立刻|立即|馬上|马上|即刻|立馬|立马|現在就|现在就|^\s*(?:現在|现在)|(?:現在|现在)\s*[。！!.]?\s*$",
+        r"立刻|立即|馬上|马上|即刻|立馬|立马|現在就|现在就|^\s{0,3}(?:現在|现在)|(?:現在|现在)\s{0,3}[。！!.]?\s{0,3}$",
         _fixed(immediate=True),
     ),
     # Fragments that look like times but are not readable: reported, never guessed.
@@ -587,15 +714,15 @@ RULES: list[Rule] = [
     rule(rf"(?<!每)隔{WEEK}[一二三四五六日天]", _fail("every_other")),
     # 每三週一次, 每季一次: "once" adds nothing to the rule it follows.
     rule(
-        r"(?<=[週周月天年季日])\s*(?:一次|1次)",
+        r"(?<=[週周月天年季日])\s{0,3}(?:一次|1次)",
         lambda m: piece(m, weak=True, stands_alone=False),
     ),
     rule(r"(?:這|这|本|下|上)?(?:個|个)?(?:週|周)末", _fail("unparsed", weak=True)),
     # Bounds (從明天開始, 到月底為止, 連續三天) are not supported: refusing beats ignoring them.
     rule(rf"(?:從|从|自)(?:{_WHEN})\S{{0,6}}?(?:開始|开始|起)", _fail("unparsed")),
     rule(rf"(?:直到|到)(?:{_WHEN}|月底|年底)\S{{0,6}}?(?:為止|为止|結束|结束)", _fail("unparsed")),
-    rule(rf"(?:連續|连续|持續|持续)\s*{ZH_NUM}\s*(?:天|週|周|個月|个月|次)", _fail("unparsed")),
-    rule(rf"\d+\.\d+\s*{_UNITS}", _fail("unparsed")),
+    rule(rf"(?:連續|连续|持續|持续){_SP}{ZH_NUM}{_SP}(?:天|週|周|個月|个月|次)", _fail("unparsed")),
+    rule(rf"\d{{1,3}}\.\d{{1,3}}{_SP}{_UNITS}", _fail("unparsed")),
     rule(
         r"稍後|稍后|待會兒?|待会儿?|等一下|等會兒?|等会儿?|一會兒|一会儿|改天|有空的?時候|有空的?时候"
         r"|過幾天|过几天|晚點|晚点|晚一點|晚一点|遲些|迟些|過一陣子|过一阵子|將來|将来|哪天|早晚"

@@ -4,7 +4,6 @@ by the inserting transaction (migration 0007). Every test runs on SQLite and Pos
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import timedelta
 
 import pytest
@@ -12,8 +11,6 @@ import pytest
 from onthedot.domain.errors import ConflictError
 from onthedot.domain.models import JobStatus, RunStatus
 from onthedot.store.base import ApiToken, JobInsert, JobListQuery, Store
-from onthedot.store.reads import TOKENLESS_RECHECK_SECONDS
-from tests.support.waiting import async_wait_until
 
 from .conftest import StoreEnv
 from .factories import make_job, make_run
@@ -53,25 +50,6 @@ async def test_a_token_is_found_by_its_hash_until_revoked(store: Store) -> None:
     assert [t.token_id for t in listed] == ["tok_a"]
     assert listed[0].revoked_at == now
     assert await store.tokens_exist()  # a revoked token keeps the server in token mode
-
-
-async def test_the_first_token_is_seen_at_once_here_and_soon_by_another_process(
-        store_env: StoreEnv) -> None:
-    """A token-less server reads "are there tokens?" on every request, so a store remembers
-    the answer: its own token at once, another process's within TOKENLESS_RECHECK_SECONDS."""
-    server: Store = store_env.open()
-    await server.migrate()
-    cli: Store = store_env.open()  # `onthedot token create` beside the running server
-    assert not await server.tokens_exist()
-    await cli.token_create(token(), "hash-1")
-    assert await cli.tokens_exist()  # its own, at once
-    started = time.monotonic()
-
-    async def seen() -> bool:
-        return await server.tokens_exist()
-
-    await async_wait_until(seen, 10, "the server to see the token created elsewhere")
-    assert time.monotonic() - started <= TOKENLESS_RECHECK_SECONDS + 0.5
 
 
 async def test_an_expired_token_is_not_found(store: Store) -> None:

@@ -978,12 +978,10 @@ class PostgresStore(SharedReads):
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:
         await self._count(Q["token_add"], {"token_hash": token_hash, "user_id": user_id,
                                            "now": now})
-        self._token_added()
 
     # --- tokens with ids, scopes and expiry; reassigning jobs (0007) ----------------------
     async def token_create(self, token: ApiToken, token_hash: str) -> None:
         await self._count(Q["token_create"], token_params(token, token_hash, lambda v: v))
-        self._token_added()
 
     async def token_find(self, token_hash: str, now: datetime) -> ApiToken | None:
         row = await self._one(Q["token_find"], {"token_hash": token_hash, "now": now})

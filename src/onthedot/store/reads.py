@@ -3,7 +3,6 @@ need no dialect conversion, rows that map through the shared codec."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -12,18 +11,11 @@ from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
 from onthedot.store.base import JobListQuery, RunCounts
 from onthedot.store.codec import Row, event_from_row, job_from_row, run_from_row
 
-# How long a store that found no API token believes it: a token created by another process
-# (``onthedot token create`` beside a running server) is enforced within this time.
-TOKENLESS_RECHECK_SECONDS = 1.0
-
 
 class SharedReads:
     """Mixed into each store; the store supplies its named queries and two primitives."""
 
     queries: ClassVar[dict[str, str]]
-    # What tokens_exist last read (instance attributes once set).
-    _tokens_seen: bool = False
-    _tokenless_until: float = 0.0
 
     async def _one(self, query: str, params: dict[str, Any]) -> Row | None:
         raise NotImplementedError
@@ -86,21 +78,5 @@ class SharedReads:
         return None if row is None else str(row["user_id"])
 
     async def tokens_exist(self) -> bool:
-        """Read once per request by a token-less server, so remembered: token rows are never
-        deleted (a revoked one stays), so once there is one there always is; "none" is read
-        again after TOKENLESS_RECHECK_SECONDS, or at once after this store added one."""
-        if self._tokens_seen:
-            return True
-        now = time.monotonic()
-        if now < self._tokenless_until:
-            return False
         row = await self._one(self.queries["tokens_exist"], {})
-        present = bool(row and row["present"])
-        if present:
-            self._tokens_seen = True
-        else:
-            self._tokenless_until = now + TOKENLESS_RECHECK_SECONDS
-        return present
-
-    def _token_added(self) -> None:
-        self._tokens_seen = True
+        return bool(row and row["present"])

@@ -620,14 +620,12 @@ class SqliteStore(SharedReads):
     async def token_add(self, token_hash: str, user_id: str, now: datetime) -> None:
         params = {"token_hash": token_hash, "user_id": user_id, "now": ts(now)}
         await self._db.write(lambda c: c.execute(Q["token_add"], params))
-        self._token_added()
 
     # --- helpers -------------------------------------------------------------------------
     # --- tokens with ids, scopes and expiry; reassigning jobs (0007) ----------------------
     async def token_create(self, token: ApiToken, token_hash: str) -> None:
         params = token_params(token, token_hash, ts)
         await self._db.write(lambda c: c.execute(Q["token_create"], params))
-        self._token_added()
 
     async def token_find(self, token_hash: str, now: datetime) -> ApiToken | None:
         row = await self._one(Q["token_find"], {"token_hash": token_hash, "now": ts(now)})

@@ -1154,6 +1154,16 @@ def jobs_resume(client: ApiClient, job_id: str, as_json: bool) -> None:
     _echo_json(client.call("POST", f"/v1/jobs/{job_id}:resume"))
 
 
+@jobs.command("skip-next")
+@click.argument("job_id")
+@_json_option
+@_client_options
+def jobs_skip_next(client: ApiClient, job_id: str, as_json: bool) -> None:
+    """Skip only the next run of a recurring job (it is marked SKIPPED, the runs after it
+    stay); prints the skipped run and the job as JSON."""
+    _echo_json(client.call("POST", f"/v1/jobs/{job_id}:skip-next"))
+
+
 @jobs.command("delete")
 @click.argument("job_id")
 @_json_option

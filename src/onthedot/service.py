@@ -56,10 +56,20 @@ from onthedot.schedule import (
 )
 from onthedot.schedule.local import load_timezone
 from onthedot.schedule.oneshot import out_of_range
-from onthedot.store.base import InboxQuery, JobCreated, JobInsert, JobListQuery, JobSave, Store
+from onthedot.store.base import (
+    SKIP_ERROR,
+    InboxQuery,
+    JobCreated,
+    JobInsert,
+    JobListQuery,
+    JobSave,
+    Store,
+    skip_refused,
+)
 from onthedot.store.group_commit import GroupCommit
 
 T = TypeVar("T")
+_OPEN = (RunStatus.PENDING, RunStatus.ENQUEUED, RunStatus.RUNNING, RunStatus.RETRYING)
 MAX_PAGE_SIZE = 100
 MAX_BATCH_JOBS = 1000  # jobs in one create_jobs call (one transaction)
 MAX_NAME_CHARS = 200
@@ -109,6 +119,15 @@ class CreateOutcome:
     view: JobView | None = None
     created: bool = False
     error: ValidationError | ConflictError | QuotaError | None = None
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """What ``skip_next`` did: the run it marked SKIPPED and the job as it now is (its
+    next_run_at the occurrence after the skipped one)."""
+
+    run: JobRun
+    view: JobView
 
 
 @dataclass(frozen=True)
@@ -370,6 +389,50 @@ class JobService:
         # A run of this job at this very instant may have existed (same deterministic id):
         # report the stored one, not a PENDING run that was never written.
         return await self.store.run_get(manual.run_id) or manual
+
+    async def skip_next(self, user_id: str, job_id: str) -> Skipped:
+        """Skip the next occurrence of a scheduled recurring job: its PENDING run becomes
+        SKIPPED (with its RunEvent) and the occurrence after it is scheduled, in the job's
+        compare-and-set save. Refused (409) for a one-time job (``not_recurring``: pause or
+        delete it), a job that is not scheduled (``not_skippable``) and a job whose next run
+        has already started (``run_started``)."""
+        skipped: list[JobRun] = []
+
+        async def plan(job: Job) -> JobSave:
+            run = await self._next_open_run(job)
+            now = self.clock.now()
+            # As the recurring watcher would after this run: missed occurrences coalesce.
+            following_at = await job_next_after(job, max(run.scheduled_at, now))
+            following = (None if following_at is None
+                         else self._new_run(job.job_id, following_at, "scheduled"))
+            after = replace(job, next_run_at=following_at, updated_at=now,
+                            status=JobStatus.SCHEDULED if following else JobStatus.COMPLETED)
+            skipped[:] = [replace(run, status=RunStatus.SKIPPED, finished_at=now,
+                                  error=SKIP_ERROR)]
+            return JobSave(job=after, skip_run=run, insert_run=following)
+
+        job = await self._change(user_id, job_id, plan, action=ChangeAction.SKIP)
+        return Skipped(run=skipped[0], view=await self._view(job))
+
+    async def _next_open_run(self, job: Job) -> JobRun:
+        """The PENDING run ``skip_next`` skips (see there for its refusals)."""
+        if job.params.type != "recurring":
+            raise ConflictError(
+                f"a {job.params.type} job has no next occurrence to skip", code="not_recurring",
+                field="job_params.type", expected="a recurring job; pause or delete a one-time job")
+        if job.status is not JobStatus.SCHEDULED:
+            raise ConflictError(f"a {job.status.value} job has no next run to skip",
+                                code="not_skippable", field="status",
+                                expected="a scheduled job")
+        runs = await self.store.runs_list(job.job_id, 5, None)
+        open_runs = [r for r in runs if r.kind == "scheduled" and r.status in _OPEN]
+        if not open_runs:
+            raise ConflictError("the job has no next run to skip yet", code="not_skippable",
+                                field="status", expected="a scheduled job with a next run")
+        run = open_runs[0]
+        if run.status is not RunStatus.PENDING:
+            raise skip_refused(run)
+        return run
 
     async def _change(self, user_id: str, job_id: str,
                       plan: Callable[[Job], Awaitable[JobSave | None]],
@@ -670,6 +733,9 @@ class JobService:
                                  "new": secret_headers.redact(save.job.action)}
         if action is ChangeAction.RUN and save.insert_run is not None:
             details["run_id"] = save.insert_run.run_id
+        if action is ChangeAction.SKIP and save.skip_run is not None:
+            details["run_id"] = save.skip_run.run_id
+            details["scheduled_at"] = save.skip_run.scheduled_at.isoformat()
         return self._change_record(user_id, job.job_id, action, details)
 
     def _change_record(self, user_id: str, job_id: str, action: ChangeAction,

@@ -201,13 +201,21 @@ def test_jobs_commands_against_a_server(capsys: pytest.CaptureFixture[str],
     assert json.loads(out)["status"] == "paused"
     code, out, _err = run_cli(capsys, "jobs", "resume", news_id, *url)
     assert json.loads(out)["status"] == "scheduled"
+    code, out, _err = run_cli(capsys, "jobs", "skip-next", news_id, *url)
+    skipped = json.loads(out)
+    assert (skipped["skipped"]["status"], skipped["job"]["status"]) == ("SKIPPED", "scheduled")
+    assert skipped["job"]["next_run_at"] > skipped["skipped"]["scheduled_at"]
+    code, _out, err = run_cli(capsys, "jobs", "skip-next", job_id, *url)  # not recurring
+    assert_one_line_error(code, err, "not_recurring")
     code, out, _err = run_cli(capsys, "jobs", "run", news_id, *url)
     assert json.loads(out)["kind"] == "manual"
     code, out, _err = run_cli(capsys, "jobs", "runs", news_id, *url)
     assert code == 0
-    assert len(out.strip().splitlines()) == 3
+    assert len(out.strip().splitlines()) == 4
     code, out, _err = run_cli(capsys, "jobs", "runs", news_id, "--json", *url)
-    assert len(json.loads(out)["runs"]) == 2
+    runs = json.loads(out)["runs"]
+    assert [r["status"] for r in runs[:2]] == ["PENDING", "SKIPPED"]  # then the run-now run
+    assert runs[2]["kind"] == "manual"
     code, out, _err = run_cli(capsys, "jobs", "delete", news_id, *url)
     assert (code, out.strip()) == (0, f"deleted {news_id}")
 

@@ -67,6 +67,8 @@ async def every_success(rt: Runtime, clock: FakeClock) -> Results:
     await call("update_task", task_id=news, when="every day at 9am", title="news")
     await call("pause_task", task_id=news)
     await call("resume_task", task_id=news)
+    skipped = await call("skip_next_run", task_id=news)
+    assert skipped["skipped"]["status"] == "SKIPPED"
     await call("run_task_now", task_id=news)
     await call("delete_task", task_id=news)
     await call("delete_task", task_id=news)  # again: idempotent, same shape
@@ -108,7 +110,7 @@ async def test_every_dry_run_validates(rt: Runtime, registry: ToolRegistry) -> N
              ("update_task", {"task_id": task_id, "title": "x"}),
              ("pause_task", {"task_id": task_id}), ("resume_task", {"task_id": task_id}),
              ("delete_task", {"task_id": task_id}), ("run_task_now", {"task_id": task_id}),
-             ("mark_inbox_read", {"item_id": "01NOPE"})]
+             ("skip_next_run", {"task_id": task_id}), ("mark_inbox_read", {"item_id": "01NOPE"})]
     for name, arguments in calls:
         result = await registry.call(name, arguments, dry)
         assert result.payload.get("dry_run") is True, result.payload

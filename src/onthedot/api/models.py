@@ -276,9 +276,16 @@ class RunDetailOut(RunOut):
         return cls(**RunOut.of(run).model_dump(), attempts=[AttemptOut.of(a) for a in attempts])
 
 
+class SkippedOut(BaseModel):
+    skipped: RunOut = Field(description="the run marked SKIPPED (error \"skipped on request\")")
+    job: JobOut = Field(description="the job, its next_run_at the occurrence after the "
+                        "skipped one")
+
+
 class ChangeOut(BaseModel):
     change_id: str
-    action: Literal["create", "update", "pause", "resume", "run", "delete", "redrive"]
+    action: Literal["create", "update", "pause", "resume", "run", "delete", "redrive",
+                    "skip"]
     actor: str = Field(description="the user who made the change (the token's user, or local)")
     channel: Literal["api", "mcp", "chat", "cli"] | None = Field(
         description="where the change came from; null when not recorded (creations)")
@@ -286,7 +293,8 @@ class ChangeOut(BaseModel):
     details: dict[str, Any] = Field(
         description='update: {field: {"old": ..., "new": ...}} for each changed field '
                     '(credential headers as "***"); pause, resume, delete: the status change; '
-                    "run and redrive: the run_id")
+                    "run and redrive: the run_id; skip: the skipped run's run_id and "
+                    "scheduled_at, and next_run_at")
 
     @classmethod
     def of(cls, change: JobChange) -> ChangeOut:

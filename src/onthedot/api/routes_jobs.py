@@ -38,6 +38,7 @@ from onthedot.api.models import (
     Problem,
     RunDetailOut,
     RunList,
+    SkippedOut,
 )
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE, error_body, validation_body
 from onthedot.domain.history import acting_channel
@@ -250,6 +251,17 @@ async def run_job(job_id: str, response: Response, rt: RuntimeDep, user: UserDep
     run = await rt.service.run_job_now(user, job_id)
     response.headers["Location"] = f"/v1/runs/{run.run_id}"
     return RunOut.of(run)
+
+
+@router.post("/jobs/{job_id:id}:skip-next", response_model=SkippedOut,
+             responses=_problems(404, 409))
+async def skip_next(job_id: str, rt: RuntimeDep, user: UserDep) -> SkippedOut:
+    """Skip the next occurrence of a recurring job: its run is marked SKIPPED and the
+    occurrences after it stay. 409 `not_recurring` for a one-time or immediate job (pause or
+    delete it), `not_skippable` for a job that is not scheduled, `run_started` when the next
+    run has already started."""
+    skipped = await rt.service.skip_next(user, job_id)
+    return SkippedOut(skipped=RunOut.of(skipped.run), job=JobOut.of(skipped.view))
 
 
 # --- runs and dead letters -----------------------------------------------------------------

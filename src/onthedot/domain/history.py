@@ -61,6 +61,7 @@ class ChangeAction(enum.StrEnum):
     RUN = "run"
     DELETE = "delete"
     REDRIVE = "redrive"
+    SKIP = "skip"  # skip next: the next occurrence marked SKIPPED, the following kept
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The MCP tools: verbs over the service layer, with hand-written flat schemas.
 
 ``create_task``, ``list_tasks``, ``get_task``, ``update_task``, ``pause_task``, ``resume_task``,
-``delete_task``, ``run_task_now``, and for delivered results ``list_inbox`` and
+``delete_task``, ``run_task_now``, ``skip_next_run``, and for delivered results ``list_inbox`` and
 ``mark_inbox_read``. A task is a job of the REST API (``task_id`` is its ``job_id``) and is
 rendered exactly as ``GET /v1/jobs/{job_id}`` renders it.
 
@@ -597,6 +597,15 @@ async def run_task_now(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     return {"run": RunOut.of(run).model_dump(mode="json")}
 
 
+async def skip_next_run(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    if caller.dry_run:
+        return await _dry_run(args, caller, "skip the next run")
+    skipped = await _mapped(caller.service.skip_next(caller.user_id, args["task_id"]),
+                            _fields(None))
+    return {"skipped": RunOut.of(skipped.run).model_dump(mode="json"),
+            "task": _render(skipped.view)}
+
+
 async def list_inbox(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     page = await caller.service.list_inbox(
         caller.user_id, unread_only=args.get("unread_only", False),
@@ -698,6 +707,15 @@ def build_registry(default_timezone: str) -> ToolRegistry:
                         "run (see get_task for its result).",
             input_schema=task_only, annotations=_changes(idempotent=False),
             handler=run_task_now, output_schema=results.RUN_NOW),
+        ToolDef(
+            name="skip_next_run", title="Skip the next run",
+            description="Skip only the next occurrence of a recurring task (\"skip tomorrow's "
+                        "standup\"): that run is marked SKIPPED, the ones after it stay. The "
+                        "task's next_run_at is then the occurrence after. Refused for a "
+                        "one-time task (use pause_task or delete_task) and when the next run "
+                        "has already started.",
+            input_schema=task_only, annotations=_changes(idempotent=False, destructive=True),
+            handler=skip_next_run, output_schema=results.SKIP_NEXT),
         ToolDef(
             name="list_inbox", title="List delivered results",
             description="Results of the user's tasks delivered to their inbox: unread first, "

@@ -77,6 +77,7 @@ from onthedot.domain.ids import bucket_start, scheduled_at_of
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
 from onthedot.store.base import (
     OLDEST_DUE_ENQUEUED_CAP,
+    SKIP_ERROR,
     ApiToken,
     ApplyResult,
     ClaimedRun,
@@ -97,6 +98,7 @@ from onthedot.store.base import (
     RunFinish,
     RunRetry,
     ShardLease,
+    skip_refused,
 )
 from onthedot.store.codec import (
     dump_output,
@@ -516,6 +518,13 @@ class PostgresStore(SharedReads):
                     "job_id": save.job.job_id, "now": save.job.updated_at,
                     "include_manual": save.cancel_manual_runs,
                 })
+            if save.skip_run is not None:
+                skip = save.skip_run
+                cur = await conn.execute(Q["run_skip"], {
+                    "run_id": skip.run_id, "scheduled_at": skip.scheduled_at,
+                    "error": SKIP_ERROR, "now": save.job.updated_at})
+                if cur.rowcount != 1:
+                    raise skip_refused(skip)  # rolls the whole save back
             if save.insert_run is not None:
                 await self._insert_or_revive(conn, save.insert_run)
             if save.change is not None:

@@ -157,6 +157,18 @@ UPDATE job_runs SET status = 'CANCELLED', finished_at = %(now)s
 WHERE job_id = %(job_id)s AND (kind = 'scheduled' OR %(include_manual)s)
   AND status IN ('PENDING', 'ENQUEUED', 'RETRYING')
 
+-- name: run_skip
+-- "skip next": the job's next run, only while no watcher has taken it (job_save, skip_run), and
+-- its RunEvent in the same statement.
+WITH skipped AS (
+    UPDATE job_runs SET status = 'SKIPPED', finished_at = %(now)s, error = %(error)s
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND status = 'PENDING' AND kind = 'scheduled'
+    RETURNING job_id, run_id
+)
+INSERT INTO run_events (job_id, run_id, status, emitted_at)
+SELECT job_id, run_id, 'SKIPPED', %(now)s FROM skipped
+
 -- name: run_insert
 INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,
                       lease_token, lease_expires_at, enqueued_at, started_at, finished_at,

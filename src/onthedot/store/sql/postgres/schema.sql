@@ -248,7 +248,7 @@ CREATE TABLE job_changes (
     actor      text NOT NULL,
     channel    text CHECK (channel IS NULL OR channel IN ('api', 'mcp', 'chat', 'cli')),
     action     text NOT NULL CHECK (action IN ('update', 'pause', 'resume', 'run', 'delete',
-                                               'redrive')),
+                                               'redrive', 'skip')),
     details    jsonb NOT NULL,
     changed_at timestamptz NOT NULL
 );

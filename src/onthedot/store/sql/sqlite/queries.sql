@@ -79,6 +79,11 @@ UPDATE job_runs SET status = 'CANCELLED', finished_at = :now
 WHERE job_id = :job_id AND (kind = 'scheduled' OR :include_manual)
   AND status IN ('PENDING', 'ENQUEUED', 'RETRYING')
 
+-- name: run_skip
+-- "skip next": the job's next run, only while no watcher has taken it (job_save, skip_run).
+UPDATE job_runs SET status = 'SKIPPED', finished_at = :now, error = :error
+WHERE run_id = :run_id AND status = 'PENDING' AND kind = 'scheduled'
+
 -- name: run_insert
 INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,
                       lease_token, lease_expires_at, enqueued_at, started_at, finished_at,

@@ -1519,7 +1519,8 @@ def chat(client: ApiClient, message: str | None, dry_run: bool, timezone: str | 
          yes: bool, confirm_token: str | None, as_json: bool) -> None:
     """Say what to schedule or change, in English or Chinese: onthedot chat
     "每天早上八點幫我總結財經新聞", "what tasks do I have?", "刪除每週的運動提醒". A deletion or a
-    new time is asked about first (y/N), unless --yes."""
+    new time is asked about first (y/N), unless --yes; when several tasks match, which one
+    (its number)."""
     if message is None and confirm_token is None:
         raise click.UsageError("give MESSAGE (or --confirm TOKEN)")
     body: dict[str, Any] = {"dry_run": dry_run}
@@ -1529,15 +1530,35 @@ def chat(client: ApiClient, message: str | None, dry_run: bool, timezone: str | 
             body[name] = value
     answer = client.call("POST", "/v1/chat", json=body, timeout=CHAT_TIMEOUT_SECONDS)
     _echo_chat(answer, as_json)
-    if not answer.get("needs_confirmation"):
-        return
-    agreed = yes or _ask_yes_no("Confirm?")
-    # The server answers "no" too, in the language of the question.
-    again: dict[str, Any] = {"confirm": answer["confirmation_token"]}
-    if not agreed:
-        again["message"] = "no"
-    _echo_chat(client.call("POST", "/v1/chat", json=again, timeout=CHAT_TIMEOUT_SECONDS),
-               as_json)
+    for _ in range(CHAT_QUESTIONS):
+        again: dict[str, Any] = {"confirm": answer.get("confirmation_token")}
+        if answer.get("needs_choice"):
+            pick = _ask_which()
+            if pick is None:
+                return
+            again["message"] = pick
+        elif answer.get("needs_confirmation"):
+            # The server answers "no" too, in the language of the question.
+            if not (yes or _ask_yes_no("Confirm?")):
+                again["message"] = "no"
+        else:
+            return
+        answer = client.call("POST", "/v1/chat", json=again, timeout=CHAT_TIMEOUT_SECONDS)
+        _echo_chat(answer, as_json)
+
+
+CHAT_QUESTIONS = 2  # which one, then yes or no (a deletion picked from a list)
+
+
+def _ask_which() -> str | None:
+    """The number picked from the reply's list; None when nothing (or end of input) is given."""
+    try:
+        picked: str = click.prompt("Which one? (its number; empty for none)", default="",
+                                   show_default=False, err=True)
+    except click.Abort:
+        click.echo("", err=True)
+        return None
+    return picked.strip() or None
 
 
 def _ask_yes_no(question: str) -> bool:

@@ -119,6 +119,27 @@ def test_delete_asks_first(page: Page, http: httpx.Client) -> None:
     assert http.get(f"/v1/jobs/{job['job_id']}").json()["status"] == "cancelled"
 
 
+def test_skip_next_run_keeps_the_task_scheduled(page: Page, http: httpx.Client) -> None:
+    job = create_job(http, "stretch")
+    once = create_job(http, "dentist", type="one-time", time="2030-01-02T09:00:00",
+                      timezone="Asia/Taipei")
+    page.reload()
+    task = row(page, "stretch")
+    next_run = job["next_run_at"]
+
+    task.get_by_role("button", name="Skip next run").click()
+
+    expect(page.get_by_role("status")).to_contain_text("Skipped the next run of “stretch”.")
+    wait_until(lambda: http.get(f"/v1/jobs/{job['job_id']}").json()["next_run_at"] != next_run,
+               10, "the next run to move on")
+    runs = http.get(f"/v1/jobs/{job['job_id']}/runs").json()["runs"]
+    assert [(r["status"], r["scheduled_at"]) for r in runs][1] == ("SKIPPED", next_run)
+    expect(task.locator("[data-label=Status]")).to_have_text("scheduled")
+    # A one-time task has no next run to skip: no such button.
+    expect(row(page, "dentist").get_by_role("button", name="Skip next run")).to_have_count(0)
+    assert http.get(f"/v1/jobs/{once['job_id']}").json()["status"] == "scheduled"
+
+
 def test_keyboard_alone_creates_and_pauses(page: Page, http: httpx.Client) -> None:
     page.get_by_label("What to do, and when").focus()
     page.keyboard.type("every monday at 9:30 call the bank")

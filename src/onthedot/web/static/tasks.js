@@ -329,7 +329,12 @@ export class TasksView {
     const button = (act, cls = "") => h("button", { type: "button", "data-act": act, class: cls },
       t(`act.${act}`), hidden(` “${job.name}”`));
     const list = [];
-    if (job.status === "scheduled" || job.status === "running") list.push(button("pause"));
+    const active = job.status === "scheduled" || job.status === "running";
+    if (active) list.push(button("pause"));
+    // Only the next occurrence of a repeating task; its run list then shows it SKIPPED.
+    if (active && job.job_params.type === "recurring" && job.next_run_at) {
+      list.push(button("skip-next"));
+    }
     if (job.status === "paused") list.push(button("resume"));
     if (job.status !== "cancelled") list.push(button("run"), button("delete", "danger"));
     return list;

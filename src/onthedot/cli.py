@@ -847,7 +847,7 @@ def _action_options(fn: F) -> F:
 def _policy_options(*, update: bool) -> Callable[[F], F]:
     """--retries, --timeout, --misfire. Left out, ``jobs create`` gets the API's defaults
     (quoted from the domain model) and ``jobs update`` keeps the job's own."""
-    from onthedot.domain.models import Job, RetryPolicy
+    from onthedot.domain.models import OVERLAP_POLICIES, Job, RetryPolicy
 
     def left_out(default: str) -> str:
         return "unchanged when left out" if update else f"default {default}"
@@ -864,6 +864,10 @@ def _policy_options(*, update: bool) -> Callable[[F], F]:
             click.option("--misfire", type=click.Choice(("run_late", "skip")), help="a run "
                          "missed while the service was down: run_late runs it late, skip "
                          f"skips it ({left_out(Job.misfire_policy)})"),
+            click.option("--overlap", type=click.Choice(OVERLAP_POLICIES), help="a recurring "
+                         "job's time that comes while its previous run still runs: skip it, "
+                         "buffer_one (run the latest such time when the run ends) or "
+                         f"allow_all (run each at its time) ({left_out(Job.overlap_policy)})"),
         )):
             fn = option(fn)
         return fn
@@ -990,7 +994,7 @@ def _json_body(text: str) -> Any:
 
 
 def _policy_fields(*, retries: int | None, timeout_seconds: float | None,
-                   misfire: str | None) -> dict[str, Any]:
+                   misfire: str | None, overlap: str | None) -> dict[str, Any]:
     """The job fields the policy flags set; retry_policy fields left out keep their value."""
     fields: dict[str, Any] = {}
     if retries is not None:
@@ -999,6 +1003,8 @@ def _policy_fields(*, retries: int | None, timeout_seconds: float | None,
         fields["timeout_seconds"] = timeout_seconds
     if misfire is not None:
         fields["misfire_policy"] = misfire
+    if overlap is not None:
+        fields["overlap_policy"] = overlap
     return fields
 
 
@@ -1036,7 +1042,8 @@ def jobs_create(client: ApiClient, name: str | None, cron: str | None, rrule: st
                 at: str | None, in_: str | None, now: bool, timezone: str | None,
                 message: str | None, webhook: str | None, method: str | None,
                 headers: tuple[str, ...], body_text: str | None, retries: int | None,
-                timeout_seconds: float | None, misfire: str | None, emails: tuple[str, ...],
+                timeout_seconds: float | None, misfire: str | None, overlap: str | None,
+                emails: tuple[str, ...],
                 hooks: tuple[str, ...], slack_hooks: tuple[str, ...], no_inbox: bool,
                 idempotency_key: str | None, quiet: bool, as_json: bool) -> None:
     """Create a job: one of --cron/--rrule/--at/--in/--now, one of --message/--webhook. Results
@@ -1047,7 +1054,7 @@ def jobs_create(client: ApiClient, name: str | None, cron: str | None, rrule: st
                         body_text=body_text, required=True)
     body: dict[str, Any] = {"action": action, "job_params": params,
                             **_policy_fields(retries=retries, timeout_seconds=timeout_seconds,
-                                             misfire=misfire)}
+                                             misfire=misfire, overlap=overlap)}
     if emails or hooks or slack_hooks or no_inbox:
         body["notify"] = [*([] if no_inbox else [{"channel": "inbox"}]),
                           *({"channel": "email", "to": a} for a in emails),
@@ -1277,14 +1284,15 @@ def jobs_update(client: ApiClient, job_id: str, name: str | None, cron: str | No
                 rrule: str | None, at: str | None, in_: str | None, timezone: str | None,
                 message: str | None, webhook: str | None, method: str | None,
                 headers: tuple[str, ...], body_text: str | None, retries: int | None,
-                timeout_seconds: float | None, misfire: str | None, as_json: bool) -> None:
+                timeout_seconds: float | None, misfire: str | None, overlap: str | None,
+                as_json: bool) -> None:
     """Change a job: only what is given is sent (PATCH). A new schedule replaces the pending
     run and keeps the job's timezone unless --timezone; a new action replaces the old one
     whole. Prints the job as JSON."""
     schedule = _schedule_choice(cron=cron, rrule=rrule, at=at, in_=in_, now=False)
     _check_timezone(timezone)
     body: dict[str, Any] = _policy_fields(retries=retries, timeout_seconds=timeout_seconds,
-                                          misfire=misfire)
+                                          misfire=misfire, overlap=overlap)
     action = _action_of(message=message, webhook=webhook, method=method, headers=headers,
                         body_text=body_text, required=False)
     if action is not None:

@@ -34,11 +34,13 @@ from onthedot.domain.models import (
     MAX_ACTION_BYTES,
     MAX_ACTION_DEPTH,
     MAX_BACKOFF_SECONDS,
+    OVERLAP_POLICIES,
     Job,
     JobParams,
     JobRun,
     JobStatus,
     MisfirePolicy,
+    OverlapPolicy,
     RetryPolicy,
     RunKind,
     RunStatus,
@@ -90,6 +92,7 @@ class JobSpec:
     misfire_policy: MisfirePolicy = "run_late"
     timeout_seconds: float = 60.0
     notify: list[dict[str, Any]] = field(default_factory=default_notify)
+    overlap_policy: OverlapPolicy = "skip"
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ class JobPatch:
     misfire_policy: MisfirePolicy | None = None
     timeout_seconds: float | None = None
     notify: list[dict[str, Any]] | None = None  # replaces the whole list
+    overlap_policy: OverlapPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -239,7 +243,7 @@ class JobService:
             created_at=now, updated_at=now, retry_policy=spec.retry_policy,
             misfire_policy=spec.misfire_policy, timeout_seconds=spec.timeout_seconds,
             idempotency_key=idempotency_key, request_hash=_request_hash(spec),
-            next_run_at=first_at, notify=spec.notify,
+            next_run_at=first_at, notify=spec.notify, overlap_policy=spec.overlap_policy,
         )
         return JobInsert(job=job, first_run=self._new_run(job_id, first_at, "scheduled"),
                          max_active=self.settings.max_active_jobs or None)
@@ -298,13 +302,14 @@ class JobService:
                 timeout_seconds=(job.timeout_seconds if patch.timeout_seconds is None
                                  else patch.timeout_seconds),
                 notify=job.notify if patch.notify is None else patch.notify,
+                overlap_policy=patch.overlap_policy or job.overlap_policy,
             ), check_notify=patch.notify is not None)
             now = self.clock.now()
             updated = replace(job, name=spec.name or job.name, action=spec.action,
                               params=spec.params, retry_policy=spec.retry_policy,
                               misfire_policy=spec.misfire_policy,
                               timeout_seconds=spec.timeout_seconds, notify=spec.notify,
-                              updated_at=now)
+                              overlap_policy=spec.overlap_policy, updated_at=now)
             if patch.params is None or patch.params == job.params:
                 return JobSave(job=updated)
             # A new schedule replaces the pending run (a finished one-time job comes back to
@@ -690,6 +695,9 @@ class JobService:
         if spec.misfire_policy not in ("run_late", "skip"):
             raise ValidationError("unknown misfire policy", field="misfire_policy",
                                   expected="run_late | skip")
+        if spec.overlap_policy not in OVERLAP_POLICIES:
+            raise ValidationError("unknown overlap policy", field="overlap_policy",
+                                  expected=" | ".join(OVERLAP_POLICIES))
         # Written so that NaN fails it too.
         if not 0 < spec.timeout_seconds <= MAX_TIMEOUT_SECONDS:
             raise ValidationError("timeout out of range", field="timeout_seconds",
@@ -700,7 +708,8 @@ class JobService:
             params = replace(params, timezone=self.settings.default_timezone)
         return JobSpec(action=spec.action, params=params, name=name or None,
                        retry_policy=spec.retry_policy, misfire_policy=spec.misfire_policy,
-                       timeout_seconds=spec.timeout_seconds, notify=notify)
+                       timeout_seconds=spec.timeout_seconds, notify=notify,
+                       overlap_policy=spec.overlap_policy)
 
     # --- attempts and history (docs/api.md) ----------------------------------------------
     async def get_run_attempts(self, user_id: str, run_id: str) -> tuple[JobRun, list[RunAttempt]]:
@@ -752,7 +761,8 @@ def _audited_fields(job: Job) -> dict[str, Any]:
     """A job's fields as the API shows them (compared before the action is redacted)."""
     return {"name": job.name, "action": job.action,
             "job_params": job.params.to_dict(), "retry_policy": job.retry_policy.to_dict(),
-            "misfire_policy": job.misfire_policy, "timeout_seconds": job.timeout_seconds,
+            "misfire_policy": job.misfire_policy, "overlap_policy": job.overlap_policy,
+            "timeout_seconds": job.timeout_seconds,
             "notify": job.notify, "status": job.status.value}
 
 
@@ -854,6 +864,8 @@ def _request_hash(spec: JobSpec) -> str:
     }
     if spec.notify != default_notify():  # so hashes of requests made before notify still match
         request["notify"] = spec.notify
+    if spec.overlap_policy != "skip":  # likewise for requests made before overlap_policy
+        request["overlap"] = spec.overlap_policy
     canonical = json.dumps(request, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -16,7 +16,7 @@ from onthedot.delivery import MAX_CHANNELS
 from onthedot.domain.history import ERROR_MAX_CHARS, PREVIEW_MAX_CHARS, JobChange, RunAttempt
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, default_notify
 from onthedot.service import MAX_BATCH_JOBS, JobPatch, JobSpec
-from onthedot.views import InboxItemOut, JobOut, JobTypeIn, MisfireIn, RunOut
+from onthedot.views import InboxItemOut, JobOut, JobTypeIn, MisfireIn, OverlapIn, RunOut
 
 
 class _Request(BaseModel):
@@ -124,6 +124,10 @@ class JobCreate(_Request):
     job_params: JobParamsIn
     retry_policy: RetryPolicyIn | None = None
     misfire_policy: MisfireIn = "run_late"
+    overlap_policy: OverlapIn = Field(
+        default="skip", description="a recurring job's occurrence that comes while its previous "
+        "run still runs: skip (the default: it is not run), buffer_one (the latest such one runs "
+        "as soon as the previous run ends) or allow_all (each runs at its time, overlapping)")
     timeout_seconds: float = Field(default=60.0, description="seconds one attempt may take")
     notify: list[NotifyChannelIn] | None = NotifyIn
 
@@ -134,7 +138,7 @@ class JobCreate(_Request):
                                           else self.retry_policy.over(RetryPolicy())),
             misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds,
             notify=default_notify() if self.notify is None else [
-                c.to_domain() for c in self.notify])
+                c.to_domain() for c in self.notify], overlap_policy=self.overlap_policy)
 
 
 MAX_IDEMPOTENCY_KEY_CHARS = 255
@@ -177,6 +181,10 @@ class JobUpdate(_Request):
     job_params: JobParamsIn | None = None
     retry_policy: RetryPolicyIn | None = None
     misfire_policy: MisfireIn | None = None
+    overlap_policy: OverlapIn | None = Field(
+        default=None, description="a recurring job's occurrence that comes while its previous "
+        "run still runs: skip (the default: it is not run), buffer_one (the latest such one runs "
+        "as soon as the previous run ends) or allow_all (each runs at its time, overlapping)")
     timeout_seconds: float | None = None
     notify: list[NotifyChannelIn] | None = Field(
         default=None, max_length=MAX_CHANNELS, description="replaces the job's channels")
@@ -189,7 +197,7 @@ class JobUpdate(_Request):
                 default_timezone),
             retry_policy=None if self.retry_policy is None else self.retry_policy.over(current),
             misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds,
-            notify=_notify(self.notify))
+            notify=_notify(self.notify), overlap_policy=self.overlap_policy)
 
 
 # --- responses ---------------------------------------------------------------------------

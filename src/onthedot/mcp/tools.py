@@ -153,6 +153,12 @@ def _option_properties(*, on_update: bool) -> dict[str, Any]:
                              "when it fires.", maxLength=2000),
         "misfire_policy": _text("If a run is late (server down): run_late runs it anyway, skip "
                                 f"drops it. {policy}", enum=["run_late", "skip"]),
+        "overlap_policy": _text(
+            "A repeating task whose previous run is still running when the next time comes: "
+            "skip that time, buffer_one (run the latest such time as soon as the previous run "
+            "ends) or allow_all (run each at its time, side by side). "
+            + ("Omitted: unchanged." if on_update else "Default: skip."),
+            enum=["skip", "buffer_one", "allow_all"]),
         "flexible_window_seconds": {
             "type": "integer", "minimum": 0, "maximum": MAX_FLEXIBLE_WINDOW_SECONDS,
             "description": "Let each run start up to this many seconds late (0-3600), at the "
@@ -479,7 +485,8 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     params = replace(plan.params, flexible_window_seconds=args.get("flexible_window_seconds", 0))
     spec = JobSpec(action=_webhook_action(text, args["webhook_url"]) if choice is None
                    else choice.action, params=params, name=name,
-                   misfire_policy=args.get("misfire_policy", "run_late"), notify=notify)
+                   misfire_policy=args.get("misfire_policy", "run_late"), notify=notify,
+                   overlap_policy=args.get("overlap_policy", "skip"))
     understood = None if plan.parsed is None else replace(plan.parsed, task=text or "")
     out: dict[str, Any] = {"kind": "webhook" if choice is None else choice.kind}
     if understood is not None:
@@ -544,15 +551,18 @@ async def update_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     patch = JobPatch(name=args.get("title"), params=params,
                      action=_changed_action(job.action, job.name, args, caller, timezone),
                      misfire_policy=args.get("misfire_policy"),
+                     overlap_policy=args.get("overlap_policy"),
                      notify=_changed_notify(job.notify, args))
     if patch == JobPatch():
         raise ToolError("update_task got nothing to change", code="missing_argument",
                         field="arguments", expected="at least one of: title, task, kind "
                         "(other than auto), webhook_url, when, schedule, time, in, timezone, "
-                        "misfire_policy, flexible_window_seconds, " + ", ".join(NOTIFY_ARGS))
+                        "misfire_policy, overlap_policy, flexible_window_seconds, "
+                        + ", ".join(NOTIFY_ARGS))
     if caller.dry_run:
         changes = {"name": patch.name, "action": patch.action, "misfire_policy":
-                   patch.misfire_policy, "job_params": params.to_dict() if params else None,
+                   patch.misfire_policy, "overlap_policy": patch.overlap_policy,
+                   "job_params": params.to_dict() if params else None,
                    "notify": patch.notify}
         return {"dry_run": True, "task": _render(view),
                 "would_change": {k: v for k, v in changes.items() if v is not None}}

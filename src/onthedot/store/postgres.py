@@ -1332,7 +1332,7 @@ def _job_params(job: Job) -> dict[str, Any]:
 _JOB_COLUMNS = ("job_id", "user_id", "name", "action", "job_type", "schedule", "run_time",
                 "timezone", "status", "retry_policy", "misfire_policy", "timeout_seconds",
                 "idempotency_key", "request_hash", "next_run_at", "last_run_id", "created_at",
-                "updated_at", "notify_channels", "flexible_window_seconds")
+                "updated_at", "notify_channels", "flexible_window_seconds", "overlap_policy")
 _RUN_COLUMNS = ("r_run_id", "r_time_bucket", "r_shard", "r_scheduled_at", "r_kind", "r_status",
                 "r_attempt", "r_behind", "r_notify")
 _NO_RUN = (None,) * len(_RUN_COLUMNS)
@@ -1358,7 +1358,8 @@ def _job_values(job: Job) -> tuple[Any, ...]:
             job.status.value, json.dumps(job.retry_policy.to_dict()), job.misfire_policy,
             float(job.timeout_seconds), job.idempotency_key, job.request_hash,
             job.next_run_at, job.last_run_id, job.created_at, job.updated_at,
-            json.dumps(job.notify, ensure_ascii=False), int(job.params.flexible_window_seconds))
+            json.dumps(job.notify, ensure_ascii=False), int(job.params.flexible_window_seconds),
+            job.overlap_policy)
 
 
 def _first_run_values(run: JobRun | None, now: datetime) -> tuple[Any, ...]:

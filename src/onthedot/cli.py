@@ -1171,6 +1171,34 @@ def jobs_skip_next(client: ApiClient, job_id: str, as_json: bool) -> None:
     _echo_json(client.call("POST", f"/v1/jobs/{job_id}:skip-next"))
 
 
+@jobs.command("backfill")
+@click.argument("job_id")
+@click.option("--from", "start_time", required=True, metavar="ISO", help="the first instant of "
+              "the range (included), with an offset or Z")
+@click.option("--to", "end_time", required=True, metavar="ISO", help="the end of the range "
+              "(excluded), not after now")
+@click.option("--max-runs", type=click.IntRange(1, 100), default=100, show_default=True,
+              help="refuse a range with more occurrences than this")
+@_json_option
+@_client_options
+def jobs_backfill(client: ApiClient, job_id: str, start_time: str, end_time: str,
+                  max_runs: int, as_json: bool) -> None:
+    """Run now the occurrences of a recurring job scheduled in a past range (POST
+    /v1/jobs/{id}:backfill); prints one line per occurrence: its run id, status and whether
+    it is new (--json: the answer)."""
+    answer = client.call("POST", f"/v1/jobs/{job_id}:backfill", json={
+        "start_time": start_time, "end_time": end_time, "max_runs": max_runs})
+    if as_json:
+        _echo_json(answer)
+        return
+    for item in answer["runs"]:
+        run = item["run"]
+        click.echo(f"{run['run_id']}  {run['status']}  "
+                   f"{'new' if item['created'] else 'had a run already'}")
+    if not answer["runs"]:
+        click.echo("no occurrence in that range")
+
+
 @jobs.command("delete")
 @click.argument("job_id")
 @_json_option

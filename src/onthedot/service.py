@@ -77,6 +77,7 @@ MAX_BATCH_JOBS = 1000  # jobs in one create_jobs call (one transaction)
 MAX_NAME_CHARS = 200
 MAX_TIMEOUT_SECONDS = 3600.0
 MAX_ATTEMPTS_LIMIT = 100
+MAX_BACKFILL_RUNS = 100  # occurrences one backfill may run
 MAX_CHANGE_ATTEMPTS = 10  # a change that keeps losing the compare-and-set is answered 409
 DUE_SOON_SECONDS = 5.0  # runs due this soon are announced to the in-process watcher
 
@@ -132,6 +133,15 @@ class Skipped:
 
     run: JobRun
     view: JobView
+
+
+@dataclass(frozen=True)
+class Backfilled:
+    """What ``backfill`` did: each occurrence in the range, in time order, with its run: a new
+    run now (``created``) or the run the instant had already (left as it is)."""
+
+    runs: list[JobRun]
+    created: list[bool]
 
 
 @dataclass(frozen=True)
@@ -418,6 +428,53 @@ class JobService:
 
         job = await self._change(user_id, job_id, plan, action=ChangeAction.SKIP)
         return Skipped(run=skipped[0], view=await self._view(job))
+
+    async def backfill(self, user_id: str, job_id: str, start: datetime, end: datetime, *,
+                       max_runs: int = MAX_BACKFILL_RUNS) -> Backfilled:
+        """Run now the occurrences of a recurring job scheduled in ``[start, end)``, both in
+        the past: each gets a run (kind manual, its scheduled_at the occurrence's instant,
+        so its run id and idempotency key are the occurrence's), unless the instant has a run
+        already, which is left as it is. The schedule itself is not touched. At most
+        ``max_runs`` (≤ MAX_BACKFILL_RUNS) occurrences: more is a 422 ``too_many_runs`` and
+        nothing runs. Counts as one run-now request against the user's run rate."""
+        if not 1 <= max_runs <= MAX_BACKFILL_RUNS:
+            raise ValidationError("max_runs out of range", field="max_runs",
+                                  expected=f"1..{MAX_BACKFILL_RUNS}")
+        for name, value in (("start_time", start), ("end_time", end)):
+            if value.tzinfo is None:
+                raise ValidationError(f"{name} has no offset", field=name,
+                                      expected="an ISO 8601 instant with an offset or Z")
+        now = self.clock.now()
+        if not start < end <= now:
+            raise ValidationError("the range must be in the past and not empty",
+                                  code="invalid_range", field="end_time",
+                                  expected=f"start_time < end_time <= now ({now.isoformat()})")
+        self._run_rate.take_one(user_id, now)  # backfilled runs call out at once
+        planned: list[JobRun] = []
+        existing: set[str] = set()
+
+        async def plan(job: Job) -> JobSave:
+            if job.params.type != "recurring":
+                raise ConflictError(f"a {job.params.type} job has no occurrences to backfill",
+                                    code="not_recurring", field="job_params.type",
+                                    expected="a recurring job; run a one-time job with :run")
+            if job.status is JobStatus.CANCELLED:
+                raise ConflictError("a deleted job cannot run", code="job_cancelled",
+                                    field="job_id", expected="a job that is not cancelled")
+            planned[:] = [self._new_run(job.job_id, at, "manual")
+                          for at in await _occurrences(job, start, end, max_runs)]
+            # Read before the save: an instant with a run is left as it is (insert if absent).
+            existing.clear()
+            existing.update(await self.store.runs_get_many([r.run_id for r in planned]))
+            return JobSave(job=replace(job, updated_at=now), backfill_runs=tuple(planned))
+
+        await self._change(user_id, job_id, plan, action=ChangeAction.BACKFILL)
+        stored = await self.store.runs_get_many([r.run_id for r in planned])
+        runs = [stored.get(r.run_id, r) for r in planned]
+        created = [r.run_id not in existing for r in runs]
+        if any(created):
+            self._due_soon(now)
+        return Backfilled(runs=runs, created=created)
 
     async def _next_open_run(self, job: Job) -> JobRun:
         """The PENDING run ``skip_next`` skips (see there for its refusals)."""
@@ -742,6 +799,8 @@ class JobService:
                                  "new": secret_headers.redact(save.job.action)}
         if action is ChangeAction.RUN and save.insert_run is not None:
             details["run_id"] = save.insert_run.run_id
+        if action is ChangeAction.BACKFILL:
+            details["run_ids"] = [r.run_id for r in save.backfill_runs]
         if action is ChangeAction.SKIP and save.skip_run is not None:
             details["run_id"] = save.skip_run.run_id
             details["scheduled_at"] = save.skip_run.scheduled_at.isoformat()
@@ -755,6 +814,23 @@ class JobService:
 
 
 MAX_ATTEMPTS_SHOWN = 200  # attempts of one run in a response (max_attempts is at most 100)
+
+
+async def _occurrences(job: Job, start: datetime, end: datetime,
+                       max_runs: int) -> list[datetime]:
+    """The job's occurrences in ``[start, end)``; more than ``max_runs`` is a 422."""
+    found: list[datetime] = []
+    at = await job_next_after(job, start - timedelta(microseconds=1))
+    while at is not None and at < end:
+        if len(found) == max_runs:
+            raise ValidationError(
+                f"more than {max_runs} occurrences between start_time and end_time",
+                code="too_many_runs", field="end_time",
+                expected=f"a range with at most {max_runs} occurrences (max_runs, at most "
+                         f"{MAX_BACKFILL_RUNS})")
+        found.append(at)
+        at = await job_next_after(job, at)
+    return found
 
 
 def _audited_fields(job: Job) -> dict[str, Any]:

@@ -207,6 +207,12 @@ def test_jobs_commands_against_a_server(capsys: pytest.CaptureFixture[str],
     assert skipped["job"]["next_run_at"] > skipped["skipped"]["scheduled_at"]
     code, _out, err = run_cli(capsys, "jobs", "skip-next", job_id, *url)  # not recurring
     assert_one_line_error(code, err, "not_recurring")
+    code, out, err = run_cli(capsys, "jobs", "backfill", news_id, "--from",
+                             "2020-01-01T01:00:00Z", "--to", "2020-01-01T12:00:00Z", *url)
+    assert (code, out.strip()) == (0, "no occurrence in that range"), err
+    code, _out, err = run_cli(capsys, "jobs", "backfill", news_id, "--from",
+                              "2020-01-01T00:00:00Z", "--to", "2021-01-01T00:00:00Z", *url)
+    assert_one_line_error(code, err, "too_many_runs")
     code, out, _err = run_cli(capsys, "jobs", "run", news_id, *url)
     assert json.loads(out)["kind"] == "manual"
     code, out, _err = run_cli(capsys, "jobs", "runs", news_id, *url)

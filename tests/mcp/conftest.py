@@ -25,7 +25,8 @@ TZ = "Asia/Taipei"
 START = datetime(2026, 6, 22, 2, 0, tzinfo=UTC)  # Monday 10:00 in Taipei
 TOOLS = {"create_task", "list_tasks", "get_task", "update_task", "pause_task", "resume_task",
          "list_inbox", "mark_inbox_read",
-         "delete_task", "run_task_now", "skip_next_run"}
+         "delete_task", "run_task_now", "skip_next_run",
+         "backfill_task"}
 NEWS = "每天早上八點幫我總結財經新聞"
 
 
@@ -81,7 +82,7 @@ ANNOTATIONS = {
     "pause_task": (False, False, True), "resume_task": (False, False, True),
     "delete_task": (False, True, True), "run_task_now": (False, False, False),
     "list_inbox": (True, None, None), "mark_inbox_read": (False, False, True),
-    "skip_next_run": (False, True, False),
+    "skip_next_run": (False, True, False), "backfill_task": (False, False, True),
 }
 
 

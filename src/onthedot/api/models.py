@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from onthedot.delivery import MAX_CHANNELS
 from onthedot.domain.history import ERROR_MAX_CHARS, PREVIEW_MAX_CHARS, JobChange, RunAttempt
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, default_notify
-from onthedot.service import MAX_BATCH_JOBS, JobPatch, JobSpec
+from onthedot.service import MAX_BACKFILL_RUNS, MAX_BATCH_JOBS, JobPatch, JobSpec
 from onthedot.views import InboxItemOut, JobOut, JobTypeIn, MisfireIn, OverlapIn, RunOut
 
 
@@ -284,6 +284,30 @@ class RunDetailOut(RunOut):
         return cls(**RunOut.of(run).model_dump(), attempts=[AttemptOut.of(a) for a in attempts])
 
 
+class BackfillIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
+        "start_time": "2026-06-20T00:00:00Z", "end_time": "2026-06-22T00:00:00Z"}]})
+
+    # strict=False: JSON has no datetime type; an ISO 8601 string is what is sent.
+    start_time: datetime = Field(strict=False, description="the first instant of the range "
+                                 "(included), with an offset or Z")
+    end_time: datetime = Field(strict=False, description="the end of the range (excluded), "
+                               "not after now")
+    max_runs: int = Field(default=MAX_BACKFILL_RUNS, ge=1, le=MAX_BACKFILL_RUNS,
+                          description="refuse (422 too_many_runs) a range with more "
+                                      "occurrences than this")
+
+
+class BackfilledRun(BaseModel):
+    created: bool = Field(description="true: a new run now; false: the instant had a run "
+                          "already, left as it is")
+    run: RunOut
+
+
+class BackfillOut(BaseModel):
+    runs: list[BackfilledRun] = Field(description="each occurrence in the range, oldest first")
+
+
 class SkippedOut(BaseModel):
     skipped: RunOut = Field(description="the run marked SKIPPED (error \"skipped on request\")")
     job: JobOut = Field(description="the job, its next_run_at the occurrence after the "
@@ -293,7 +317,7 @@ class SkippedOut(BaseModel):
 class ChangeOut(BaseModel):
     change_id: str
     action: Literal["create", "update", "pause", "resume", "run", "delete", "redrive",
-                    "skip"]
+                    "skip", "backfill"]
     actor: str = Field(description="the user who made the change (the token's user, or local)")
     channel: Literal["api", "mcp", "chat", "cli"] | None = Field(
         description="where the change came from; null when not recorded (creations)")

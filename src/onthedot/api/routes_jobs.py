@@ -26,6 +26,9 @@ from onthedot.api.models import (
     MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS,  # routes_chat uses it too
 )
 from onthedot.api.models import (
+    BackfilledRun,
+    BackfillIn,
+    BackfillOut,
     BatchOut,
     ChangeOut,
     DeadLetterList,
@@ -262,6 +265,18 @@ async def skip_next(job_id: str, rt: RuntimeDep, user: UserDep) -> SkippedOut:
     run has already started."""
     skipped = await rt.service.skip_next(user, job_id)
     return SkippedOut(skipped=RunOut.of(skipped.run), job=JobOut.of(skipped.view))
+
+
+@router.post("/jobs/{job_id:id}:backfill", status_code=status.HTTP_201_CREATED,
+             response_model=BackfillOut, responses=_problems(404, 409, 422, 429))
+async def backfill(job_id: str, body: BackfillIn, rt: RuntimeDep, user: UserDep) -> BackfillOut:
+    """Run now the occurrences of a recurring job scheduled in [start_time, end_time), both
+    in the past, at most `max_runs` (≤ 100; more is a 422 `too_many_runs` and nothing runs).
+    An instant that has a run already keeps it. The schedule is not touched."""
+    done = await rt.service.backfill(user, job_id, body.start_time, body.end_time,
+                                     max_runs=body.max_runs)
+    return BackfillOut(runs=[BackfilledRun(created=c, run=RunOut.of(r))
+                             for r, c in zip(done.runs, done.created, strict=True)])
 
 
 # --- runs and dead letters -----------------------------------------------------------------

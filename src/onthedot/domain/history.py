@@ -62,6 +62,7 @@ class ChangeAction(enum.StrEnum):
     DELETE = "delete"
     REDRIVE = "redrive"
     SKIP = "skip"  # skip next: the next occurrence marked SKIPPED, the following kept
+    BACKFILL = "backfill"  # past occurrences run now
 
 
 @dataclass(frozen=True)

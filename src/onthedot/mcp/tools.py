@@ -1,9 +1,9 @@
 """The MCP tools: verbs over the service layer, with hand-written flat schemas.
 
 ``create_task``, ``list_tasks``, ``get_task``, ``update_task``, ``pause_task``, ``resume_task``,
-``delete_task``, ``run_task_now``, ``skip_next_run``, and for delivered results ``list_inbox`` and
-``mark_inbox_read``. A task is a job of the REST API (``task_id`` is its ``job_id``) and is
-rendered exactly as ``GET /v1/jobs/{job_id}`` renders it.
+``delete_task``, ``run_task_now``, ``skip_next_run``, ``backfill_task``, and for delivered
+results ``list_inbox`` and ``mark_inbox_read``. A task is a job of the REST API (``task_id``
+is its ``job_id``) and is rendered exactly as ``GET /v1/jobs/{job_id}`` renders it.
 
 Where results go is given flat too: ``notify_inbox`` (default true), ``notify_email``,
 ``notify_webhook`` and ``notify_webhook_format`` become the job's ``notify`` list; on
@@ -53,7 +53,7 @@ from onthedot.nl.parts import Language
 from onthedot.nl.reply import Doing
 from onthedot.schedule import compile_schedule, run_bounded
 from onthedot.schedule.local import load_timezone
-from onthedot.service import JobPatch, JobSpec, JobView
+from onthedot.service import MAX_BACKFILL_RUNS, JobPatch, JobSpec, JobView
 from onthedot.views import InboxItemOut, JobOut, RunOut
 
 T = TypeVar("T")
@@ -616,6 +616,29 @@ async def skip_next_run(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
             "task": _render(skipped.view)}
 
 
+async def backfill_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    start = _instant(args, "start_time")
+    end = _instant(args, "end_time")
+    if caller.dry_run:
+        return await _dry_run(args, caller, "backfill")
+    done = await _mapped(caller.service.backfill(
+        caller.user_id, args["task_id"], start, end,
+        max_runs=args.get("max_runs", MAX_BACKFILL_RUNS)), _fields(None))
+    return {"runs": [{"created": c, "run": RunOut.of(r).model_dump(mode="json")}
+                     for r, c in zip(done.runs, done.created, strict=True)]}
+
+
+def _instant(args: dict[str, Any], name: str) -> datetime:
+    try:
+        at = datetime.fromisoformat(args[name])
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        raise ToolError(f"{name} is not an ISO 8601 instant with an offset", code="invalid_time",
+                        field=name, expected="e.g. 2026-06-20T00:00:00Z")
+    return at
+
+
 async def list_inbox(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     page = await caller.service.list_inbox(
         caller.user_id, unread_only=args.get("unread_only", False),
@@ -726,6 +749,27 @@ def build_registry(default_timezone: str) -> ToolRegistry:
                         "has already started.",
             input_schema=task_only, annotations=_changes(idempotent=False, destructive=True),
             handler=skip_next_run, output_schema=results.SKIP_NEXT),
+        ToolDef(
+            name="backfill_task", title="Run past occurrences",
+            description="Run now the occurrences of a recurring task that were scheduled "
+                        "between start_time (included) and end_time (excluded), both in the "
+                        "past (\"run yesterday's and today's report that the outage missed\"). "
+                        f"At most max_runs (default and limit {MAX_BACKFILL_RUNS}); more is "
+                        "refused and nothing runs. An occurrence that has a run already keeps "
+                        "it (created: false). The schedule is not changed.",
+            input_schema=_object({
+                "task_id": TASK_ID,
+                "start_time": _text("ISO 8601 instant with an offset, e.g. "
+                                    "2026-06-20T00:00:00Z: the first instant of the range.",
+                                    minLength=1),
+                "end_time": _text("ISO 8601 instant with an offset, not after now: the end of "
+                                  "the range (excluded).", minLength=1),
+                "max_runs": {"type": "integer", "minimum": 1, "maximum": MAX_BACKFILL_RUNS,
+                             "description": "Refuse a range with more occurrences than this. "
+                                            f"Default: {MAX_BACKFILL_RUNS}."}},
+                required=("task_id", "start_time", "end_time")),
+            annotations=_changes(idempotent=True), handler=backfill_task,
+            output_schema=results.BACKFILL),
         ToolDef(
             name="list_inbox", title="List delivered results",
             description="Results of the user's tasks delivered to their inbox: unread first, "

@@ -94,6 +94,8 @@ class JobSave:
     ``skip_run``: the job's next scheduled run, still PENDING, becomes SKIPPED (error
     ``SKIP_ERROR``) and gets its RunEvent; when it is no longer PENDING (a watcher took it) the
     save raises ConflictError ``run_started`` and writes nothing.
+    ``backfill_runs``: extra runs (kind manual) inserted if absent: an instant that has a run
+    already keeps that run as it is.
     ``max_active``: the save makes a finished job active again (a new schedule): it lands only
     while the user has at most this many active jobs with it, counted under the per-user lock
     creates take; otherwise ``job_save`` raises QuotaError and writes nothing.
@@ -104,6 +106,7 @@ class JobSave:
     cancel_manual_runs: bool = False
     insert_run: JobRun | None = None
     skip_run: JobRun | None = None
+    backfill_runs: tuple[JobRun, ...] = ()
     change: JobChange | None = None  # the job's history entry, written only with the change
     max_active: int | None = None  # the user's active-job quota; None: not checked
 

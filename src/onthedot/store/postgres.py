@@ -527,6 +527,8 @@ class PostgresStore(SharedReads):
                     raise skip_refused(skip)  # rolls the whole save back
             if save.insert_run is not None:
                 await self._insert_or_revive(conn, save.insert_run)
+            for run in save.backfill_runs:
+                await self._insert_run(conn, run)
             if save.change is not None:
                 await conn.execute(Q["job_change_insert"], _change_params(save.change))
             return replace(save.job, version=int(row["version"]))

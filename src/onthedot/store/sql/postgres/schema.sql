@@ -251,7 +251,7 @@ CREATE TABLE job_changes (
     actor      text NOT NULL,
     channel    text CHECK (channel IS NULL OR channel IN ('api', 'mcp', 'chat', 'cli')),
     action     text NOT NULL CHECK (action IN ('update', 'pause', 'resume', 'run', 'delete',
-                                               'redrive', 'skip')),
+                                               'redrive', 'skip', 'backfill')),
     details    jsonb NOT NULL,
     changed_at timestamptz NOT NULL
 );

@@ -214,7 +214,7 @@ CREATE TABLE job_changes (
     actor      TEXT NOT NULL,
     channel    TEXT CHECK (channel IS NULL OR channel IN ('api', 'mcp', 'chat', 'cli')),
     action     TEXT NOT NULL CHECK (action IN ('update', 'pause', 'resume', 'run', 'delete',
-                                               'redrive', 'skip')),
+                                               'redrive', 'skip', 'backfill')),
     details    TEXT NOT NULL,                       -- JSON object
     changed_at TEXT NOT NULL
 );

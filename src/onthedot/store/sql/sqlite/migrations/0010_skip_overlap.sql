@@ -1,5 +1,5 @@
 -- onthedot schema for SQLite, version 10: a job's history records "skip next" (POST
--- /v1/jobs/{job_id}:skip-next), and each job has an overlap policy (docs/schedules.md,
+-- /v1/jobs/{job_id}:skip-next) and backfills (:backfill), and each job has an overlap policy (docs/schedules.md,
 -- "Overlapping runs"; jobs made before keep what they did: skip). SQLite cannot change a CHECK
 -- in place: job_changes is copied aside, created again as schema.sql declares it, and filled
 -- back.
@@ -11,7 +11,7 @@ CREATE TABLE job_changes (
     actor      TEXT NOT NULL,
     channel    TEXT CHECK (channel IS NULL OR channel IN ('api', 'mcp', 'chat', 'cli')),
     action     TEXT NOT NULL CHECK (action IN ('update', 'pause', 'resume', 'run', 'delete',
-                                               'redrive', 'skip')),
+                                               'redrive', 'skip', 'backfill')),
     details    TEXT NOT NULL,                       -- JSON object
     changed_at TEXT NOT NULL
 );

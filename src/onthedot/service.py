@@ -78,6 +78,7 @@ MAX_NAME_CHARS = 200
 MAX_TIMEOUT_SECONDS = 3600.0
 MAX_ATTEMPTS_LIMIT = 100
 MAX_BACKFILL_RUNS = 100  # occurrences one backfill may run
+MAX_BACKFILL_AGE = timedelta(days=366)  # how far back a backfill may start
 MAX_CHANGE_ATTEMPTS = 10  # a change that keeps losing the compare-and-set is answered 409
 DUE_SOON_SECONDS = 5.0  # runs due this soon are announced to the in-process watcher
 
@@ -434,7 +435,8 @@ class JobService:
         """Run now the occurrences of a recurring job scheduled in ``[start, end)``, both in
         the past: each gets a run (kind manual, its scheduled_at the occurrence's instant,
         so its run id and idempotency key are the occurrence's), unless the instant has a run
-        already, which is left as it is. The schedule itself is not touched. At most
+        already, which is left as it is. The schedule itself is not touched. ``start`` is at
+        most MAX_BACKFILL_AGE before now. At most
         ``max_runs`` (≤ MAX_BACKFILL_RUNS) occurrences: more is a 422 ``too_many_runs`` and
         nothing runs. Counts as one run-now request against the user's run rate."""
         if not 1 <= max_runs <= MAX_BACKFILL_RUNS:
@@ -449,6 +451,10 @@ class JobService:
             raise ValidationError("the range must be in the past and not empty",
                                   code="invalid_range", field="end_time",
                                   expected=f"start_time < end_time <= now ({now.isoformat()})")
+        if start < now - MAX_BACKFILL_AGE:
+            raise ValidationError("the range starts too long ago", code="invalid_range",
+                                  field="start_time", expected="a start_time at most "
+                                  f"{MAX_BACKFILL_AGE.days} days before now")
         self._run_rate.take_one(user_id, now)  # backfilled runs call out at once
         planned: list[JobRun] = []
         existing: set[str] = set()

@@ -70,3 +70,11 @@ async def test_backfill_of_a_one_time_job_is_refused(engine: Engine) -> None:
         await engine.rt.service.backfill("alice", view.job.job_id, ONE,
                                          ONE + timedelta(hours=2))
     assert refused.value.code == "not_recurring"
+
+
+async def test_backfill_starting_over_a_year_ago_is_refused(engine: Engine) -> None:
+    view = await engine.create(HOURLY)
+    engine.clock.set(ONE + timedelta(days=400))
+    with pytest.raises(ValidationError) as refused:
+        await engine.rt.service.backfill("alice", view.job.job_id, ONE, ONE + timedelta(hours=2))
+    assert (refused.value.code, refused.value.field) == ("invalid_range", "start_time")

@@ -9,6 +9,7 @@ GET on it is a 405 whose ``Allow`` says POST, and ``/v1/jobs/X:explode`` is a 40
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, cast
 
 import pydantic
@@ -194,21 +195,37 @@ def _batch_result(outcome: CreateOutcome, item: str, key_field: str) -> dict[str
     return {"status": error.http_status, "problem": error_body(error, field)}
 
 
-@router.get("/jobs", response_model=JobList)
+@router.get("/jobs", response_model=JobList, responses={304: {
+    "description": "the page is what the `If-None-Match` ETag names: nothing changed"}})
 async def list_jobs(
-    rt: RuntimeDep, user: UserDep,
+    request: Request, rt: RuntimeDep, user: UserDep,
     status_filter: Annotated[UserJobStatus | None, Query(alias="status")] = None,
     start_time: Annotated[AwareDatetime | None, Query(
         description="only jobs created at or after this ISO 8601 instant")] = None,
     end_time: Annotated[AwareDatetime | None, Query(
         description="only jobs created before this ISO 8601 instant")] = None,
     page_size: PageSize = 20, page_token: PageToken = None,
-) -> JobList:
-    """The caller's jobs, newest first; the cursor is stable while jobs are being created."""
+) -> Response:
+    """The caller's jobs, newest first; the cursor is stable while jobs are being created.
+    The answer has an `ETag` (a digest of its body): sent back as `If-None-Match`, an
+    unchanged page is a `304 Not Modified` with no body, which is how the Tasks page polls."""
     page = await rt.service.list_jobs(user, status=status_filter, start_time=start_time,
                                       end_time=end_time, page_size=page_size,
                                       page_token=page_token)
-    return JobList(jobs=[JobOut.of(v) for v in page.items], next_page_token=page.next_page_token)
+    listed = JobList(jobs=[JobOut.of(v) for v in page.items],
+                     next_page_token=page.next_page_token)
+    body = listed.model_dump_json().encode()
+    etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if etag in _etags(request.headers.get("if-none-match", "")):
+        return Response(status_code=status.HTTP_304_NOT_MODIFIED, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def _etags(header: str) -> set[str]:
+    """The entity tags of an If-None-Match header (weak ones compare as strong: RFC 9110
+    weak comparison, which is what If-None-Match uses)."""
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
 
 
 @router.get("/jobs/{job_id:id}", response_model=JobOut, responses=_problems(404))

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -207,11 +208,16 @@ def test_jobs_commands_against_a_server(capsys: pytest.CaptureFixture[str],
     assert skipped["job"]["next_run_at"] > skipped["skipped"]["scheduled_at"]
     code, _out, err = run_cli(capsys, "jobs", "skip-next", job_id, *url)  # not recurring
     assert_one_line_error(code, err, "not_recurring")
+    # The news runs at 00:00 UTC (08:00 Taipei): none between 01:00 and 12:00 yesterday.
+    yesterday = datetime.now(UTC).replace(hour=0, minute=0, second=0,
+                                          microsecond=0) - timedelta(days=1)
     code, out, err = run_cli(capsys, "jobs", "backfill", news_id, "--from",
-                             "2020-01-01T01:00:00Z", "--to", "2020-01-01T12:00:00Z", *url)
+                             (yesterday + timedelta(hours=1)).isoformat(), "--to",
+                             (yesterday + timedelta(hours=12)).isoformat(), *url)
     assert (code, out.strip()) == (0, "no occurrence in that range"), err
     code, _out, err = run_cli(capsys, "jobs", "backfill", news_id, "--from",
-                              "2020-01-01T00:00:00Z", "--to", "2021-01-01T00:00:00Z", *url)
+                              (yesterday - timedelta(days=200)).isoformat(), "--to",
+                              yesterday.isoformat(), *url)
     assert_one_line_error(code, err, "too_many_runs")
     code, out, _err = run_cli(capsys, "jobs", "run", news_id, *url)
     assert json.loads(out)["kind"] == "manual"

@@ -847,7 +847,7 @@ def _action_options(fn: F) -> F:
 def _policy_options(*, update: bool) -> Callable[[F], F]:
     """--retries, --timeout, --misfire. Left out, ``jobs create`` gets the API's defaults
     (quoted from the domain model) and ``jobs update`` keeps the job's own."""
-    from onthedot.domain.models import Job, RetryPolicy
+    from onthedot.domain.models import OVERLAP_POLICIES, Job, RetryPolicy
 
     def left_out(default: str) -> str:
         return "unchanged when left out" if update else f"default {default}"
@@ -864,6 +864,10 @@ def _policy_options(*, update: bool) -> Callable[[F], F]:
             click.option("--misfire", type=click.Choice(("run_late", "skip")), help="a run "
                          "missed while the service was down: run_late runs it late, skip "
                          f"skips it ({left_out(Job.misfire_policy)})"),
+            click.option("--overlap", type=click.Choice(OVERLAP_POLICIES), help="a recurring "
+                         "job's time that comes while its previous run still runs: skip it, "
+                         "buffer_one (run the latest such time when the run ends) or "
+                         f"allow_all (run each at its time) ({left_out(Job.overlap_policy)})"),
         )):
             fn = option(fn)
         return fn
@@ -990,7 +994,7 @@ def _json_body(text: str) -> Any:
 
 
 def _policy_fields(*, retries: int | None, timeout_seconds: float | None,
-                   misfire: str | None) -> dict[str, Any]:
+                   misfire: str | None, overlap: str | None) -> dict[str, Any]:
     """The job fields the policy flags set; retry_policy fields left out keep their value."""
     fields: dict[str, Any] = {}
     if retries is not None:
@@ -999,6 +1003,8 @@ def _policy_fields(*, retries: int | None, timeout_seconds: float | None,
         fields["timeout_seconds"] = timeout_seconds
     if misfire is not None:
         fields["misfire_policy"] = misfire
+    if overlap is not None:
+        fields["overlap_policy"] = overlap
     return fields
 
 
@@ -1036,7 +1042,8 @@ def jobs_create(client: ApiClient, name: str | None, cron: str | None, rrule: st
                 at: str | None, in_: str | None, now: bool, timezone: str | None,
                 message: str | None, webhook: str | None, method: str | None,
                 headers: tuple[str, ...], body_text: str | None, retries: int | None,
-                timeout_seconds: float | None, misfire: str | None, emails: tuple[str, ...],
+                timeout_seconds: float | None, misfire: str | None, overlap: str | None,
+                emails: tuple[str, ...],
                 hooks: tuple[str, ...], slack_hooks: tuple[str, ...], no_inbox: bool,
                 idempotency_key: str | None, quiet: bool, as_json: bool) -> None:
     """Create a job: one of --cron/--rrule/--at/--in/--now, one of --message/--webhook. Results
@@ -1047,7 +1054,7 @@ def jobs_create(client: ApiClient, name: str | None, cron: str | None, rrule: st
                         body_text=body_text, required=True)
     body: dict[str, Any] = {"action": action, "job_params": params,
                             **_policy_fields(retries=retries, timeout_seconds=timeout_seconds,
-                                             misfire=misfire)}
+                                             misfire=misfire, overlap=overlap)}
     if emails or hooks or slack_hooks or no_inbox:
         body["notify"] = [*([] if no_inbox else [{"channel": "inbox"}]),
                           *({"channel": "email", "to": a} for a in emails),
@@ -1152,6 +1159,44 @@ def jobs_pause(client: ApiClient, job_id: str, as_json: bool) -> None:
 def jobs_resume(client: ApiClient, job_id: str, as_json: bool) -> None:
     """Resume a paused job; prints the job as JSON."""
     _echo_json(client.call("POST", f"/v1/jobs/{job_id}:resume"))
+
+
+@jobs.command("skip-next")
+@click.argument("job_id")
+@_json_option
+@_client_options
+def jobs_skip_next(client: ApiClient, job_id: str, as_json: bool) -> None:
+    """Skip only the next run of a recurring job (it is marked SKIPPED, the runs after it
+    stay); prints the skipped run and the job as JSON."""
+    _echo_json(client.call("POST", f"/v1/jobs/{job_id}:skip-next"))
+
+
+@jobs.command("backfill")
+@click.argument("job_id")
+@click.option("--from", "start_time", required=True, metavar="ISO", help="the first instant of "
+              "the range (included), with an offset or Z")
+@click.option("--to", "end_time", required=True, metavar="ISO", help="the end of the range "
+              "(excluded), not after now")
+@click.option("--max-runs", type=click.IntRange(1, 100), default=100, show_default=True,
+              help="refuse a range with more occurrences than this")
+@_json_option
+@_client_options
+def jobs_backfill(client: ApiClient, job_id: str, start_time: str, end_time: str,
+                  max_runs: int, as_json: bool) -> None:
+    """Run now the occurrences of a recurring job scheduled in a past range (POST
+    /v1/jobs/{id}:backfill); prints one line per occurrence: its run id, status and whether
+    it is new (--json: the answer)."""
+    answer = client.call("POST", f"/v1/jobs/{job_id}:backfill", json={
+        "start_time": start_time, "end_time": end_time, "max_runs": max_runs})
+    if as_json:
+        _echo_json(answer)
+        return
+    for item in answer["runs"]:
+        run = item["run"]
+        click.echo(f"{run['run_id']}  {run['status']}  "
+                   f"{'new' if item['created'] else 'had a run already'}")
+    if not answer["runs"]:
+        click.echo("no occurrence in that range")
 
 
 @jobs.command("delete")
@@ -1267,14 +1312,15 @@ def jobs_update(client: ApiClient, job_id: str, name: str | None, cron: str | No
                 rrule: str | None, at: str | None, in_: str | None, timezone: str | None,
                 message: str | None, webhook: str | None, method: str | None,
                 headers: tuple[str, ...], body_text: str | None, retries: int | None,
-                timeout_seconds: float | None, misfire: str | None, as_json: bool) -> None:
+                timeout_seconds: float | None, misfire: str | None, overlap: str | None,
+                as_json: bool) -> None:
     """Change a job: only what is given is sent (PATCH). A new schedule replaces the pending
     run and keeps the job's timezone unless --timezone; a new action replaces the old one
     whole. Prints the job as JSON."""
     schedule = _schedule_choice(cron=cron, rrule=rrule, at=at, in_=in_, now=False)
     _check_timezone(timezone)
     body: dict[str, Any] = _policy_fields(retries=retries, timeout_seconds=timeout_seconds,
-                                          misfire=misfire)
+                                          misfire=misfire, overlap=overlap)
     action = _action_of(message=message, webhook=webhook, method=method, headers=headers,
                         body_text=body_text, required=False)
     if action is not None:
@@ -1509,7 +1555,8 @@ def chat(client: ApiClient, message: str | None, dry_run: bool, timezone: str | 
          yes: bool, confirm_token: str | None, as_json: bool) -> None:
     """Say what to schedule or change, in English or Chinese: onthedot chat
     "每天早上八點幫我總結財經新聞", "what tasks do I have?", "刪除每週的運動提醒". A deletion or a
-    new time is asked about first (y/N), unless --yes."""
+    new time is asked about first (y/N), unless --yes; when several tasks match, which one
+    (its number)."""
     if message is None and confirm_token is None:
         raise click.UsageError("give MESSAGE (or --confirm TOKEN)")
     body: dict[str, Any] = {"dry_run": dry_run}
@@ -1519,15 +1566,35 @@ def chat(client: ApiClient, message: str | None, dry_run: bool, timezone: str | 
             body[name] = value
     answer = client.call("POST", "/v1/chat", json=body, timeout=CHAT_TIMEOUT_SECONDS)
     _echo_chat(answer, as_json)
-    if not answer.get("needs_confirmation"):
-        return
-    agreed = yes or _ask_yes_no("Confirm?")
-    # The server answers "no" too, in the language of the question.
-    again: dict[str, Any] = {"confirm": answer["confirmation_token"]}
-    if not agreed:
-        again["message"] = "no"
-    _echo_chat(client.call("POST", "/v1/chat", json=again, timeout=CHAT_TIMEOUT_SECONDS),
-               as_json)
+    for _ in range(CHAT_QUESTIONS):
+        again: dict[str, Any] = {"confirm": answer.get("confirmation_token")}
+        if answer.get("needs_choice"):
+            pick = _ask_which()
+            if pick is None:
+                return
+            again["message"] = pick
+        elif answer.get("needs_confirmation"):
+            # The server answers "no" too, in the language of the question.
+            if not (yes or _ask_yes_no("Confirm?")):
+                again["message"] = "no"
+        else:
+            return
+        answer = client.call("POST", "/v1/chat", json=again, timeout=CHAT_TIMEOUT_SECONDS)
+        _echo_chat(answer, as_json)
+
+
+CHAT_QUESTIONS = 2  # which one, then yes or no (a deletion picked from a list)
+
+
+def _ask_which() -> str | None:
+    """The number picked from the reply's list; None when nothing (or end of input) is given."""
+    try:
+        picked: str = click.prompt("Which one? (its number; empty for none)", default="",
+                                   show_default=False, err=True)
+    except click.Abort:
+        click.echo("", err=True)
+        return None
+    return picked.strip() or None
 
 
 def _ask_yes_no(question: str) -> bool:

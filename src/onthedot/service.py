@@ -34,11 +34,13 @@ from onthedot.domain.models import (
     MAX_ACTION_BYTES,
     MAX_ACTION_DEPTH,
     MAX_BACKOFF_SECONDS,
+    OVERLAP_POLICIES,
     Job,
     JobParams,
     JobRun,
     JobStatus,
     MisfirePolicy,
+    OverlapPolicy,
     RetryPolicy,
     RunKind,
     RunStatus,
@@ -56,15 +58,27 @@ from onthedot.schedule import (
 )
 from onthedot.schedule.local import load_timezone
 from onthedot.schedule.oneshot import out_of_range
-from onthedot.store.base import InboxQuery, JobCreated, JobInsert, JobListQuery, JobSave, Store
+from onthedot.store.base import (
+    SKIP_ERROR,
+    InboxQuery,
+    JobCreated,
+    JobInsert,
+    JobListQuery,
+    JobSave,
+    Store,
+    skip_refused,
+)
 from onthedot.store.group_commit import GroupCommit
 
 T = TypeVar("T")
+_OPEN = (RunStatus.PENDING, RunStatus.ENQUEUED, RunStatus.RUNNING, RunStatus.RETRYING)
 MAX_PAGE_SIZE = 100
 MAX_BATCH_JOBS = 1000  # jobs in one create_jobs call (one transaction)
 MAX_NAME_CHARS = 200
 MAX_TIMEOUT_SECONDS = 3600.0
 MAX_ATTEMPTS_LIMIT = 100
+MAX_BACKFILL_RUNS = 100  # occurrences one backfill may run
+MAX_BACKFILL_AGE = timedelta(days=366)  # how far back a backfill may start
 MAX_CHANGE_ATTEMPTS = 10  # a change that keeps losing the compare-and-set is answered 409
 DUE_SOON_SECONDS = 5.0  # runs due this soon are announced to the in-process watcher
 
@@ -80,6 +94,7 @@ class JobSpec:
     misfire_policy: MisfirePolicy = "run_late"
     timeout_seconds: float = 60.0
     notify: list[dict[str, Any]] = field(default_factory=default_notify)
+    overlap_policy: OverlapPolicy = "skip"
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,7 @@ class JobPatch:
     misfire_policy: MisfirePolicy | None = None
     timeout_seconds: float | None = None
     notify: list[dict[str, Any]] | None = None  # replaces the whole list
+    overlap_policy: OverlapPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +125,24 @@ class CreateOutcome:
     view: JobView | None = None
     created: bool = False
     error: ValidationError | ConflictError | QuotaError | None = None
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """What ``skip_next`` did: the run it marked SKIPPED and the job as it now is (its
+    next_run_at the occurrence after the skipped one)."""
+
+    run: JobRun
+    view: JobView
+
+
+@dataclass(frozen=True)
+class Backfilled:
+    """What ``backfill`` did: each occurrence in the range, in time order, with its run: a new
+    run now (``created``) or the run the instant had already (left as it is)."""
+
+    runs: list[JobRun]
+    created: list[bool]
 
 
 @dataclass(frozen=True)
@@ -220,7 +254,7 @@ class JobService:
             created_at=now, updated_at=now, retry_policy=spec.retry_policy,
             misfire_policy=spec.misfire_policy, timeout_seconds=spec.timeout_seconds,
             idempotency_key=idempotency_key, request_hash=_request_hash(spec),
-            next_run_at=first_at, notify=spec.notify,
+            next_run_at=first_at, notify=spec.notify, overlap_policy=spec.overlap_policy,
         )
         return JobInsert(job=job, first_run=self._new_run(job_id, first_at, "scheduled"),
                          max_active=self.settings.max_active_jobs or None)
@@ -279,13 +313,14 @@ class JobService:
                 timeout_seconds=(job.timeout_seconds if patch.timeout_seconds is None
                                  else patch.timeout_seconds),
                 notify=job.notify if patch.notify is None else patch.notify,
+                overlap_policy=patch.overlap_policy or job.overlap_policy,
             ), check_notify=patch.notify is not None)
             now = self.clock.now()
             updated = replace(job, name=spec.name or job.name, action=spec.action,
                               params=spec.params, retry_policy=spec.retry_policy,
                               misfire_policy=spec.misfire_policy,
                               timeout_seconds=spec.timeout_seconds, notify=spec.notify,
-                              updated_at=now)
+                              overlap_policy=spec.overlap_policy, updated_at=now)
             if patch.params is None or patch.params == job.params:
                 return JobSave(job=updated)
             # A new schedule replaces the pending run (a finished one-time job comes back to
@@ -370,6 +405,102 @@ class JobService:
         # A run of this job at this very instant may have existed (same deterministic id):
         # report the stored one, not a PENDING run that was never written.
         return await self.store.run_get(manual.run_id) or manual
+
+    async def skip_next(self, user_id: str, job_id: str) -> Skipped:
+        """Skip the next occurrence of a scheduled recurring job: its PENDING run becomes
+        SKIPPED (with its RunEvent) and the occurrence after it is scheduled, in the job's
+        compare-and-set save. Refused (409) for a one-time job (``not_recurring``: pause or
+        delete it), a job that is not scheduled (``not_skippable``) and a job whose next run
+        has already started (``run_started``)."""
+        skipped: list[JobRun] = []
+
+        async def plan(job: Job) -> JobSave:
+            run = await self._next_open_run(job)
+            now = self.clock.now()
+            # As the recurring watcher would after this run: missed occurrences coalesce.
+            following_at = await job_next_after(job, max(run.scheduled_at, now))
+            following = (None if following_at is None
+                         else self._new_run(job.job_id, following_at, "scheduled"))
+            after = replace(job, next_run_at=following_at, updated_at=now,
+                            status=JobStatus.SCHEDULED if following else JobStatus.COMPLETED)
+            skipped[:] = [replace(run, status=RunStatus.SKIPPED, finished_at=now,
+                                  error=SKIP_ERROR)]
+            return JobSave(job=after, skip_run=run, insert_run=following)
+
+        job = await self._change(user_id, job_id, plan, action=ChangeAction.SKIP)
+        return Skipped(run=skipped[0], view=await self._view(job))
+
+    async def backfill(self, user_id: str, job_id: str, start: datetime, end: datetime, *,
+                       max_runs: int = MAX_BACKFILL_RUNS) -> Backfilled:
+        """Run now the occurrences of a recurring job scheduled in ``[start, end)``, both in
+        the past: each gets a run (kind manual, its scheduled_at the occurrence's instant,
+        so its run id and idempotency key are the occurrence's), unless the instant has a run
+        already, which is left as it is. The schedule itself is not touched. ``start`` is at
+        most MAX_BACKFILL_AGE before now. At most
+        ``max_runs`` (≤ MAX_BACKFILL_RUNS) occurrences: more is a 422 ``too_many_runs`` and
+        nothing runs. Counts as one run-now request against the user's run rate."""
+        if not 1 <= max_runs <= MAX_BACKFILL_RUNS:
+            raise ValidationError("max_runs out of range", field="max_runs",
+                                  expected=f"1..{MAX_BACKFILL_RUNS}")
+        for name, value in (("start_time", start), ("end_time", end)):
+            if value.tzinfo is None:
+                raise ValidationError(f"{name} has no offset", field=name,
+                                      expected="an ISO 8601 instant with an offset or Z")
+        now = self.clock.now()
+        if not start < end <= now:
+            raise ValidationError("the range must be in the past and not empty",
+                                  code="invalid_range", field="end_time",
+                                  expected=f"start_time < end_time <= now ({now.isoformat()})")
+        if start < now - MAX_BACKFILL_AGE:
+            raise ValidationError("the range starts too long ago", code="invalid_range",
+                                  field="start_time", expected="a start_time at most "
+                                  f"{MAX_BACKFILL_AGE.days} days before now")
+        self._run_rate.take_one(user_id, now)  # backfilled runs call out at once
+        planned: list[JobRun] = []
+        existing: set[str] = set()
+
+        async def plan(job: Job) -> JobSave:
+            if job.params.type != "recurring":
+                raise ConflictError(f"a {job.params.type} job has no occurrences to backfill",
+                                    code="not_recurring", field="job_params.type",
+                                    expected="a recurring job; run a one-time job with :run")
+            if job.status is JobStatus.CANCELLED:
+                raise ConflictError("a deleted job cannot run", code="job_cancelled",
+                                    field="job_id", expected="a job that is not cancelled")
+            planned[:] = [self._new_run(job.job_id, at, "manual")
+                          for at in await _occurrences(job, start, end, max_runs)]
+            # Read before the save: an instant with a run is left as it is (insert if absent).
+            existing.clear()
+            existing.update(await self.store.runs_get_many([r.run_id for r in planned]))
+            return JobSave(job=replace(job, updated_at=now), backfill_runs=tuple(planned))
+
+        await self._change(user_id, job_id, plan, action=ChangeAction.BACKFILL)
+        stored = await self.store.runs_get_many([r.run_id for r in planned])
+        runs = [stored.get(r.run_id, r) for r in planned]
+        created = [r.run_id not in existing for r in runs]
+        if any(created):
+            self._due_soon(now)
+        return Backfilled(runs=runs, created=created)
+
+    async def _next_open_run(self, job: Job) -> JobRun:
+        """The PENDING run ``skip_next`` skips (see there for its refusals)."""
+        if job.params.type != "recurring":
+            raise ConflictError(
+                f"a {job.params.type} job has no next occurrence to skip", code="not_recurring",
+                field="job_params.type", expected="a recurring job; pause or delete a one-time job")
+        if job.status is not JobStatus.SCHEDULED:
+            raise ConflictError(f"a {job.status.value} job has no next run to skip",
+                                code="not_skippable", field="status",
+                                expected="a scheduled job")
+        runs = await self.store.runs_list(job.job_id, 5, None)
+        open_runs = [r for r in runs if r.kind == "scheduled" and r.status in _OPEN]
+        if not open_runs:
+            raise ConflictError("the job has no next run to skip yet", code="not_skippable",
+                                field="status", expected="a scheduled job with a next run")
+        run = open_runs[0]
+        if run.status is not RunStatus.PENDING:
+            raise skip_refused(run)
+        return run
 
     async def _change(self, user_id: str, job_id: str,
                       plan: Callable[[Job], Awaitable[JobSave | None]],
@@ -627,6 +758,9 @@ class JobService:
         if spec.misfire_policy not in ("run_late", "skip"):
             raise ValidationError("unknown misfire policy", field="misfire_policy",
                                   expected="run_late | skip")
+        if spec.overlap_policy not in OVERLAP_POLICIES:
+            raise ValidationError("unknown overlap policy", field="overlap_policy",
+                                  expected=" | ".join(OVERLAP_POLICIES))
         # Written so that NaN fails it too.
         if not 0 < spec.timeout_seconds <= MAX_TIMEOUT_SECONDS:
             raise ValidationError("timeout out of range", field="timeout_seconds",
@@ -637,7 +771,8 @@ class JobService:
             params = replace(params, timezone=self.settings.default_timezone)
         return JobSpec(action=spec.action, params=params, name=name or None,
                        retry_policy=spec.retry_policy, misfire_policy=spec.misfire_policy,
-                       timeout_seconds=spec.timeout_seconds, notify=notify)
+                       timeout_seconds=spec.timeout_seconds, notify=notify,
+                       overlap_policy=spec.overlap_policy)
 
     # --- attempts and history (docs/api.md) ----------------------------------------------
     async def get_run_attempts(self, user_id: str, run_id: str) -> tuple[JobRun, list[RunAttempt]]:
@@ -670,6 +805,11 @@ class JobService:
                                  "new": secret_headers.redact(save.job.action)}
         if action is ChangeAction.RUN and save.insert_run is not None:
             details["run_id"] = save.insert_run.run_id
+        if action is ChangeAction.BACKFILL:
+            details["run_ids"] = [r.run_id for r in save.backfill_runs]
+        if action is ChangeAction.SKIP and save.skip_run is not None:
+            details["run_id"] = save.skip_run.run_id
+            details["scheduled_at"] = save.skip_run.scheduled_at.isoformat()
         return self._change_record(user_id, job.job_id, action, details)
 
     def _change_record(self, user_id: str, job_id: str, action: ChangeAction,
@@ -682,11 +822,29 @@ class JobService:
 MAX_ATTEMPTS_SHOWN = 200  # attempts of one run in a response (max_attempts is at most 100)
 
 
+async def _occurrences(job: Job, start: datetime, end: datetime,
+                       max_runs: int) -> list[datetime]:
+    """The job's occurrences in ``[start, end)``; more than ``max_runs`` is a 422."""
+    found: list[datetime] = []
+    at = await job_next_after(job, start - timedelta(microseconds=1))
+    while at is not None and at < end:
+        if len(found) == max_runs:
+            raise ValidationError(
+                f"more than {max_runs} occurrences between start_time and end_time",
+                code="too_many_runs", field="end_time",
+                expected=f"a range with at most {max_runs} occurrences (max_runs, at most "
+                         f"{MAX_BACKFILL_RUNS})")
+        found.append(at)
+        at = await job_next_after(job, at)
+    return found
+
+
 def _audited_fields(job: Job) -> dict[str, Any]:
     """A job's fields as the API shows them (compared before the action is redacted)."""
     return {"name": job.name, "action": job.action,
             "job_params": job.params.to_dict(), "retry_policy": job.retry_policy.to_dict(),
-            "misfire_policy": job.misfire_policy, "timeout_seconds": job.timeout_seconds,
+            "misfire_policy": job.misfire_policy, "overlap_policy": job.overlap_policy,
+            "timeout_seconds": job.timeout_seconds,
             "notify": job.notify, "status": job.status.value}
 
 
@@ -788,6 +946,8 @@ def _request_hash(spec: JobSpec) -> str:
     }
     if spec.notify != default_notify():  # so hashes of requests made before notify still match
         request["notify"] = spec.notify
+    if spec.overlap_policy != "skip":  # likewise for requests made before overlap_policy
+        request["overlap"] = spec.overlap_policy
     canonical = json.dumps(request, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 

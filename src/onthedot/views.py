@@ -20,6 +20,7 @@ from onthedot.service import JobView
 
 JobTypeIn = Literal["immediate", "one-time", "recurring"]
 MisfireIn = Literal["run_late", "skip"]
+OverlapIn = Literal["skip", "buffer_one", "allow_all"]
 UserJobStatus = Literal["scheduled", "running", "completed", "failed", "paused", "cancelled"]
 
 
@@ -106,6 +107,9 @@ class JobOut(BaseModel):
         examples=[{"en": "every day at 08:00", "zh-Hant": "每天 08:00", "zh-Hans": "每天 08:00"}])
     retry_policy: RetryPolicyOut
     misfire_policy: MisfireIn
+    overlap_policy: OverlapIn = Field(
+        description="a recurring job's occurrence that comes while its previous run still runs: "
+                    "skip, buffer_one or allow_all (docs/schedules.md#overlapping-runs)")
     timeout_seconds: float
     notify: list[dict[str, Any]] = Field(description="the channels each result goes to")
     next_run_at: datetime | None
@@ -128,8 +132,8 @@ class JobOut(BaseModel):
             retry_policy=RetryPolicyOut(max_attempts=policy.max_attempts,
                                         backoff_seconds=policy.backoff_seconds,
                                         max_backoff_seconds=policy.max_backoff_seconds),
-            misfire_policy=job.misfire_policy, timeout_seconds=job.timeout_seconds,
-            notify=job.notify, next_run_at=job.next_run_at,
+            misfire_policy=job.misfire_policy, overlap_policy=job.overlap_policy,
+            timeout_seconds=job.timeout_seconds, notify=job.notify, next_run_at=job.next_run_at,
             last_run=None if view.last_run is None else RunOut.of(view.last_run),
             created_at=job.created_at, updated_at=job.updated_at)
 

@@ -168,6 +168,32 @@ def test_chat_confirm_flag_answers_an_earlier_question(capsys: pytest.CaptureFix
     assert_one_line_error(code, err, "MESSAGE")
 
 
+def test_chat_asks_which_one_then_confirms(capsys: pytest.CaptureFixture[str],
+                                           server: LiveServer,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    seed_task(capsys, server, "喝水")
+    seed_task(capsys, server, "喝水")  # two tasks with one name
+    monkeypatch.setattr("sys.stdin", io.StringIO("2\ny\n"))
+    code, out, err = run_cli(capsys, "chat", "刪除喝水提醒", "--json", "--url", server.url)
+    assert code == 0, err
+    decoder = json.JSONDecoder()
+    answers, at = [], 0
+    while out[at:].strip():
+        answer, end = decoder.raw_decode(out[at:].lstrip())
+        at = len(out) - len(out[at:].lstrip()) + end
+        answers.append(answer)
+    which, question, done = answers
+    assert "Which one?" in err
+    assert "Confirm? [y/N]" in err
+    assert which["needs_choice"]
+    second = which["candidates"][1]["job_id"]
+    assert question["candidates"][0]["job_id"] == second
+    assert question["needs_confirmation"]
+    assert done["jobs"][0]["job_id"] == second
+    assert status_of(capsys, server, second) == "cancelled"
+    assert status_of(capsys, server, which["candidates"][0]["job_id"]) == "scheduled"
+
+
 def test_chat_lists_and_runs(capsys: pytest.CaptureFixture[str], server: LiveServer) -> None:
     backup = seed_task(capsys, server, "backup")
     code, out, err = run_cli(capsys, "chat", "what tasks do I have?", "--url", server.url)

@@ -6,14 +6,19 @@ holds "刪除" or "cancel" is still a new reminder."""
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import pytest
 
+from onthedot.chat.days import day_named
 from onthedot.chat.intents import (
     INTENTS,
+    LAST,
     Intent,
     mentions_time,
     names_a_day,
     recognise,
+    which_one,
     yes_or_no,
 )
 
@@ -63,6 +68,16 @@ ENGLISH = [
     ("what did the news digest say", "last_result", "the news digest", None),
     ("what was the last output of the backup task?", "last_result", "the backup task", None),
     ("the news digest's last result", "last_result", "the news digest", None),
+    ("what's next?", "next", "", None),
+    ("What is next", "next", "", None),
+    ("when is my next reminder", "next", "", None),
+    ("show me my upcoming tasks", "next", "", None),
+    ("when does the standup run next", "next", "the standup", None),
+    ("skip tomorrow's news digest", "skip_next", "tomorrow's news digest", "tomorrow"),
+    ("skip the standup this time", "skip_next", "the standup", None),
+    ("please skip the water reminder on friday", "skip_next", "the water reminder on friday",
+     "friday"),
+    ("rename the water reminder to hydrate", "rename", "the water reminder", None),
 ]
 TRADITIONAL = [
     ("我有哪些提醒", "list", "", None),
@@ -97,6 +112,13 @@ TRADITIONAL = [
     ("喝水提醒上次的結果是什麼", "last_result", "喝水提醒", None),
     ("看看財經新聞最新的摘要", "last_result", "財經新聞", None),
     ("最近一次備份任務的結果", "last_result", "備份任務", None),
+    ("下一個提醒是什麼時候", "next", "", None),
+    ("接下來有什麼提醒", "next", "", None),
+    ("喝水提醒下次是什麼時候", "next", "喝水提醒", None),
+    ("跳過明天的健身", "skip_next", "明天的健身", "明天"),
+    ("把喝水提醒跳過一次", "skip_next", "喝水提醒", None),
+    ("跳過下週五的週會", "skip_next", "下週五的週會", "下週五"),
+    ("把吃藥提醒改名為晚上吃藥", "rename", "吃藥提醒", None),
 ]
 SIMPLIFIED = [
     ("我有哪些任务", "list", "", None),
@@ -113,6 +135,10 @@ SIMPLIFIED = [
     ("把喝水提醒改到每天晚上十点", "change_time", "喝水提醒", "每天晚上十点"),
     ("运动提醒调到周六早上九点", "change_time", "运动提醒", "周六早上九点"),
     ("喝水提醒上次的结果是什么", "last_result", "喝水提醒", None),
+    ("下一个提醒是什么时候", "next", "", None),
+    ("跳过明天的健身", "skip_next", "明天的健身", "明天"),
+    ("把吃药提醒改名为晚上吃药", "rename", "吃药提醒", None),
+    ("喝水提醒的名字改成多喝水", "rename", "喝水提醒的", None),
 ]
 # New tasks whose words hold a management verb, a "result" or a "now": they stay creates.
 STAY_CREATE = [
@@ -150,6 +176,11 @@ STAY_CREATE = [
     "備份每天執行一次",
     "暫存檔每天早上九點刪除",
     "不要忘記明天開會",
+    "skip rope every day at 7am",
+    "remind me to skip lunch tomorrow at noon",
+    "every day at 8 rename the log files to old",
+    "每天提醒我跳繩",
+    "每天晚上提醒我把檔案改名為備份",
 ]
 
 
@@ -206,3 +237,41 @@ def test_names_a_day(when: str, day: bool) -> None:
 ])
 def test_mentions_time(words: str, time: bool) -> None:
     assert mentions_time(words) is time
+
+
+@pytest.mark.parametrize(("sentence", "target", "name"), [
+    ("rename the water reminder to Hydrate", "the water reminder", "Hydrate"),
+    ("Rename “water” to “Drink Water” please", "water", "Drink Water"),
+    ("change the name of the standup to Daily Standup", "the standup", "Daily Standup"),
+    ("把吃藥提醒改名為晚上吃藥", "吃藥提醒", "晚上吃藥"),  # 晚上 is the name, not a time
+    ("把吃药提醒改名为晚上吃药", "吃药提醒", "晚上吃药"),
+    ("把 water 提醒改名為 drink water", "water 提醒", "drink water"),
+])
+def test_a_new_name_is_kept_as_written(sentence: str, target: str, name: str) -> None:
+    intent = recognise(sentence, TZ)
+    assert (intent.kind, intent.target, intent.name) == ("rename", target, name)
+
+
+@pytest.mark.parametrize(("message", "number"), [
+    ("2", 2), ("#2", 2), ("the second one", 2), ("second", 2), ("No. 3", 3), ("two", 2),
+    ("the 2nd one please", 2), ("the last one", LAST), ("第二個", 2), ("第2个", 2), ("2號", 2),
+    ("第十二個", 12), ("我要第三個", 3), ("第二個吧", 2), ("最後一個", LAST), ("最后一个", LAST),
+    ("yes", None), ("喝水", None), ("delete the second reminder", None), ("第二", 2),
+])
+def test_which_one(message: str, number: int | None) -> None:
+    assert which_one(message) == number
+
+
+NOW = datetime(2026, 6, 22, 2, 0, tzinfo=UTC)  # Monday 10:00 in Taipei
+
+
+@pytest.mark.parametrize(("words", "day"), [
+    ("today", date(2026, 6, 22)), ("tonight", date(2026, 6, 22)),
+    ("tomorrow", date(2026, 6, 23)), ("明天", date(2026, 6, 23)), ("後天", date(2026, 6, 24)),
+    ("friday", date(2026, 6, 26)), ("this friday", date(2026, 6, 26)),
+    ("monday", date(2026, 6, 22)), ("next monday", date(2026, 6, 29)),
+    ("next friday", date(2026, 7, 3)), ("週五", date(2026, 6, 26)),
+    ("下週五", date(2026, 7, 3)), ("星期日", date(2026, 6, 28)), ("the standup", None),
+])
+def test_day_named(words: str, day: date | None) -> None:
+    assert day_named(words, NOW, TZ) == day

@@ -486,16 +486,56 @@ async def test_two_matches_are_a_question_and_change_nothing(chat: Chat) -> None
             asked["reply"]
         assert {c["job_id"] for c in asked["candidates"]} == {plants, drink}
         assert asked["needs_confirmation"] is False
-        assert asked["confirmation_token"] is None
+        assert asked["needs_choice"] is True  # "2" with this token goes on with the 2nd
+        assert asked["confirmation_token"]
         assert asked["jobs"] == []
     assert await snapshot(chat) == before
+
+
+async def test_a_numbered_pick_goes_on_with_that_task(chat: Chat) -> None:
+    plants = await chat.create("water the plants", "water the plants")
+    drink = await chat.create("drink water", "drink water")
+    asked = ok(await chat.say("pause the water reminder"))
+    listed = [c["job_id"] for c in asked["candidates"]]
+    assert asked["reply"].splitlines()[1].startswith("1. “" + (
+        "drink water" if listed[0] == drink else "water the plants"))
+    before = await snapshot(chat)
+    # Not a number: a new request; a number out of range: a 422; nothing changed.
+    out_of_range = await chat.say("the fifth one", confirm=asked["confirmation_token"])
+    assert_problem(out_of_range, 422, "invalid_choice", "message")
+    assert await snapshot(chat) == before
+    picked = ok(await chat.say("the second one", confirm=asked["confirmation_token"]))
+    assert picked["intent"] == "pause"
+    assert [j["job_id"] for j in picked["jobs"]] == [listed[1]]
+    assert picked["jobs"][0]["status"] == "paused"
+    other = listed[0]
+    assert (await chat.http.get(f"/v1/jobs/{other}")).json()["status"] == "scheduled"
+    assert {plants, drink} == set(listed)
+
+
+async def test_a_pick_of_a_deletion_asks_before_deleting(chat: Chat) -> None:
+    await chat.create("喝水", "記得喝水")
+    await chat.create("喝水", "記得喝水")  # two tasks with the same name
+    asked = ok(await chat.say("刪除喝水提醒"))
+    assert asked["needs_choice"], asked["reply"]
+    assert asked["reply"].startswith("有 2 個任務符合「喝水提醒」，是哪一個呢？請回答編號")
+    before = await snapshot(chat)
+    picked = ok(await chat.say("第二個", confirm=asked["confirmation_token"]))
+    assert picked["needs_confirmation"]
+    assert not picked["needs_choice"]
+    assert picked["candidates"][0]["job_id"] == asked["candidates"][1]["job_id"]
+    assert await snapshot(chat) == before
+    done = ok(await chat.say("好", confirm=picked["confirmation_token"]))
+    assert done["jobs"][0]["status"] == "cancelled"
+    assert done["jobs"][0]["job_id"] == asked["candidates"][1]["job_id"]
 
 
 async def test_it_with_several_tasks_asks_which(chat: Chat) -> None:
     await seed(chat)
     before = await snapshot(chat)
     asked = ok(await chat.say("move it to 7am"))
-    assert asked["reply"].startswith("Which task? You have 5; say its name.")
+    assert asked["reply"].startswith("Which task? You have 5; answer with its number")
+    assert asked["needs_choice"]
     assert len(asked["candidates"]) == 5
     assert await snapshot(chat) == before
 

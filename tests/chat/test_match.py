@@ -65,6 +65,27 @@ def test_words_that_name_nothing_leave_every_task(target: str) -> None:
     assert named(target) == list(TASKS)
 
 
+@pytest.mark.parametrize(("target", "found"), [
+    ("the standup reminder", ["stand"]),  # "stand up" written as one word
+    ("the Stand-Up reminder", ["stand"]),
+    ("up stand", ["stand"]),  # word order
+    ("STAND UPS", ["stand"]),  # case and plurals
+    ("the checkin", ["checkin"]),
+    ("the check in", ["checkin"]),  # two words of the message, one word of the task
+    ("the boxes", ["boxes"]),
+    ("the box", ["boxes"]),
+    ("the stories", ["story"]),
+    ("喝 水", ["water"]),  # Chinese split by a space
+])
+def test_names_are_matched_whatever_the_spacing(target: str, found: list[str]) -> None:
+    tasks = {**TASKS, "stand": ("stand up", {"type": "message", "text": "stand up"}),
+             "checkin": ("checkin", {"type": "message", "text": "checkin"}),
+             "boxes": ("move boxes", {"type": "message", "text": "move boxes"}),
+             "story": ("bedtime story", {"type": "message", "text": "read a story"})}
+    assert best_matches(target, [(key, task_words(name, action))
+                                 for key, (name, action) in tasks.items()]) == found
+
+
 def test_words_fold_scripts_and_plurals() -> None:
     assert words("運動") == words("运动") == {"运", "动", "运动"}
     assert words("Reminders about the Plants") == {"plant"}

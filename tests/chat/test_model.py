@@ -17,7 +17,8 @@ from tests.support.fake_openai import fake_openai, say, tool_call, tool_results
 
 TOOLS = {"create_task", "list_tasks", "get_task", "update_task", "pause_task", "resume_task",
          "list_inbox", "mark_inbox_read",
-         "delete_task", "run_task_now"}
+         "delete_task", "run_task_now", "skip_next_run",
+         "backfill_task"}
 
 
 def model_settings(url: str) -> dict[str, Any]:

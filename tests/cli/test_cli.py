@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -201,13 +202,32 @@ def test_jobs_commands_against_a_server(capsys: pytest.CaptureFixture[str],
     assert json.loads(out)["status"] == "paused"
     code, out, _err = run_cli(capsys, "jobs", "resume", news_id, *url)
     assert json.loads(out)["status"] == "scheduled"
+    code, out, _err = run_cli(capsys, "jobs", "skip-next", news_id, *url)
+    skipped = json.loads(out)
+    assert (skipped["skipped"]["status"], skipped["job"]["status"]) == ("SKIPPED", "scheduled")
+    assert skipped["job"]["next_run_at"] > skipped["skipped"]["scheduled_at"]
+    code, _out, err = run_cli(capsys, "jobs", "skip-next", job_id, *url)  # not recurring
+    assert_one_line_error(code, err, "not_recurring")
+    # The news runs at 00:00 UTC (08:00 Taipei): none between 01:00 and 12:00 yesterday.
+    yesterday = datetime.now(UTC).replace(hour=0, minute=0, second=0,
+                                          microsecond=0) - timedelta(days=1)
+    code, out, err = run_cli(capsys, "jobs", "backfill", news_id, "--from",
+                             (yesterday + timedelta(hours=1)).isoformat(), "--to",
+                             (yesterday + timedelta(hours=12)).isoformat(), *url)
+    assert (code, out.strip()) == (0, "no occurrence in that range"), err
+    code, _out, err = run_cli(capsys, "jobs", "backfill", news_id, "--from",
+                              (yesterday - timedelta(days=200)).isoformat(), "--to",
+                              yesterday.isoformat(), *url)
+    assert_one_line_error(code, err, "too_many_runs")
     code, out, _err = run_cli(capsys, "jobs", "run", news_id, *url)
     assert json.loads(out)["kind"] == "manual"
     code, out, _err = run_cli(capsys, "jobs", "runs", news_id, *url)
     assert code == 0
-    assert len(out.strip().splitlines()) == 3
+    assert len(out.strip().splitlines()) == 4
     code, out, _err = run_cli(capsys, "jobs", "runs", news_id, "--json", *url)
-    assert len(json.loads(out)["runs"]) == 2
+    runs = json.loads(out)["runs"]
+    assert [r["status"] for r in runs[:2]] == ["PENDING", "SKIPPED"]  # then the run-now run
+    assert runs[2]["kind"] == "manual"
     code, out, _err = run_cli(capsys, "jobs", "delete", news_id, *url)
     assert (code, out.strip()) == (0, f"deleted {news_id}")
 

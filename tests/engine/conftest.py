@@ -132,9 +132,11 @@ async def engine(db_url: str) -> AsyncIterator[Engine]:
 
 
 @asynccontextmanager
-async def open_engine(shape: str, tmp_path: Path) -> AsyncIterator[Engine]:
+async def open_engine(shape: str, tmp_path: Path,
+                      visibility_timeout: float = 30) -> AsyncIterator[Engine]:
     """``sqlite``: SQLite with its table queue; ``postgres``: PostgreSQL with NATS JetStream;
-    ``postgres-table``: PostgreSQL with its own table queue (no NATS)."""
+    ``postgres-table``: PostgreSQL with its own table queue (no NATS). A test that moves the
+    clock past a held run's lease gives a longer ``visibility_timeout``."""
     clock = FakeClock(START)
     extra: dict[str, Any] = {}
     schema = prefix = None
@@ -148,8 +150,8 @@ async def open_engine(shape: str, tmp_path: Path) -> AsyncIterator[Engine]:
         if shape == "postgres":
             prefix = f"t{secrets.token_hex(6)}"
             extra.update(queue_url=NATS_URL, queue_prefix=prefix)
-    settings = Settings(visibility_timeout=30, misfire_grace=60, egress_allow=LOOPBACK_ALLOW,
-                        **extra)
+    settings = Settings(visibility_timeout=visibility_timeout, misfire_grace=60,
+                        egress_allow=LOOPBACK_ALLOW, **extra)
     rt = await Runtime.open(settings, clock)
     engine = Engine.on(rt, clock, settings)
     try:

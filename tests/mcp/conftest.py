@@ -25,7 +25,8 @@ TZ = "Asia/Taipei"
 START = datetime(2026, 6, 22, 2, 0, tzinfo=UTC)  # Monday 10:00 in Taipei
 TOOLS = {"create_task", "list_tasks", "get_task", "update_task", "pause_task", "resume_task",
          "list_inbox", "mark_inbox_read",
-         "delete_task", "run_task_now"}
+         "delete_task", "run_task_now", "skip_next_run",
+         "backfill_task"}
 NEWS = "每天早上八點幫我總結財經新聞"
 
 
@@ -81,6 +82,7 @@ ANNOTATIONS = {
     "pause_task": (False, False, True), "resume_task": (False, False, True),
     "delete_task": (False, True, True), "run_task_now": (False, False, False),
     "list_inbox": (True, None, None), "mark_inbox_read": (False, False, True),
+    "skip_next_run": (False, True, False), "backfill_task": (False, False, True),
 }
 
 
@@ -130,7 +132,7 @@ def check_tool_list(tools: list[Tool]) -> dict[str, Tool]:
     assert TZ in (by_name["create_task"].description or "")
     assert not_null(by_name["list_tasks"].inputSchema["properties"]["status"])["enum"]
     for name in ("get_task", "update_task", "pause_task", "resume_task", "delete_task",
-                 "run_task_now"):
+                 "run_task_now", "skip_next_run"):
         task_id = by_name[name].inputSchema["properties"]["task_id"]
         assert task_id["type"] == "string"  # the one argument that is not nullable
         nullable = {k for k, v in by_name[name].inputSchema["properties"].items()

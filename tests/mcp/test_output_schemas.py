@@ -8,6 +8,7 @@ the client skips (error results), and show that the schemas can reject something
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs installed
@@ -67,6 +68,15 @@ async def every_success(rt: Runtime, clock: FakeClock) -> Results:
     await call("update_task", task_id=news, when="every day at 9am", title="news")
     await call("pause_task", task_id=news)
     await call("resume_task", task_id=news)
+    skipped = await call("skip_next_run", task_id=news)
+    assert skipped["skipped"]["status"] == "SKIPPED"
+    clock.advance(days=3)
+    backfilled = await call("backfill_task", task_id=news,
+                            start_time=(clock.now() - timedelta(days=3)).isoformat(),
+                            end_time=clock.now().isoformat())
+    # Tuesday's was skipped, Wednesday's waits to run; Thursday's is new.
+    assert [(r["created"], r["run"]["kind"]) for r in backfilled["runs"]] == [
+        (False, "scheduled"), (False, "scheduled"), (True, "manual")]
     await call("run_task_now", task_id=news)
     await call("delete_task", task_id=news)
     await call("delete_task", task_id=news)  # again: idempotent, same shape
@@ -108,6 +118,9 @@ async def test_every_dry_run_validates(rt: Runtime, registry: ToolRegistry) -> N
              ("update_task", {"task_id": task_id, "title": "x"}),
              ("pause_task", {"task_id": task_id}), ("resume_task", {"task_id": task_id}),
              ("delete_task", {"task_id": task_id}), ("run_task_now", {"task_id": task_id}),
+             ("skip_next_run", {"task_id": task_id}),
+             ("backfill_task", {"task_id": task_id, "start_time": "2026-06-20T00:00:00Z",
+                                "end_time": "2026-06-21T00:00:00Z"}),
              ("mark_inbox_read", {"item_id": "01NOPE"})]
     for name, arguments in calls:
         result = await registry.call(name, arguments, dry)

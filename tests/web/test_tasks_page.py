@@ -119,6 +119,73 @@ def test_delete_asks_first(page: Page, http: httpx.Client) -> None:
     assert http.get(f"/v1/jobs/{job['job_id']}").json()["status"] == "cancelled"
 
 
+def test_skip_next_run_keeps_the_task_scheduled(page: Page, http: httpx.Client) -> None:
+    job = create_job(http, "stretch")
+    once = create_job(http, "dentist", type="one-time", time="2030-01-02T09:00:00",
+                      timezone="Asia/Taipei")
+    page.reload()
+    task = row(page, "stretch")
+    next_run = job["next_run_at"]
+
+    task.get_by_role("button", name="Skip next run").click()
+
+    expect(page.get_by_role("status")).to_contain_text("Skipped the next run of “stretch”.")
+    wait_until(lambda: http.get(f"/v1/jobs/{job['job_id']}").json()["next_run_at"] != next_run,
+               10, "the next run to move on")
+    runs = http.get(f"/v1/jobs/{job['job_id']}/runs").json()["runs"]
+    assert [(r["status"], r["scheduled_at"]) for r in runs][1] == ("SKIPPED", next_run)
+    expect(task.locator("[data-label=Status]")).to_have_text("scheduled")
+    # A one-time task has no next run to skip: no such button.
+    expect(row(page, "dentist").get_by_role("button", name="Skip next run")).to_have_count(0)
+    assert http.get(f"/v1/jobs/{once['job_id']}").json()["status"] == "scheduled"
+
+
+def test_edit_a_task_where_it_is_listed(page: Page, http: httpx.Client) -> None:
+    job = create_job(http, "stretch", "stretch your legs")
+    page.reload()
+    task = row(page, "stretch")
+    dialog = page.get_by_role("dialog")
+
+    task.get_by_role("button", name="Edit").click()
+    expect(dialog.get_by_role("heading")).to_have_text("Edit “stretch”")
+    expect(dialog.get_by_label("Name")).to_be_focused()
+    expect(dialog.get_by_label("Schedule (cron or RRULE)")).to_have_value("0 8 * * *")
+    expect(dialog.get_by_label("Message")).to_have_value("stretch your legs")
+    expect(dialog.get_by_label("the inbox")).to_be_checked()
+    # A schedule the server refuses: the error is at the field, nothing is saved.
+    dialog.get_by_label("Schedule (cron or RRULE)").fill("0 25 * * *")
+    dialog.get_by_role("button", name="Save").click()
+    schedule = dialog.get_by_label("Schedule (cron or RRULE)")
+    expect(schedule).to_have_attribute("aria-invalid", "true")
+    expect(schedule).to_be_focused()
+    expect(dialog.locator("#edit-error")).not_to_be_empty()
+    assert http.get(f"/v1/jobs/{job['job_id']}").json()["job_params"]["schedule"] == "0 8 * * *"
+
+    dialog.get_by_label("Name").fill("stand and stretch")
+    schedule.fill("30 9 * * 1-5")
+    dialog.get_by_label("Message").fill("stand up and stretch")
+    dialog.get_by_role("button", name="Save").click()
+
+    expect(dialog).to_be_hidden()
+    edited = row(page, "stand and stretch")
+    expect(edited.locator("[data-label=Schedule]")).to_contain_text("09:30")
+    saved = http.get(f"/v1/jobs/{job['job_id']}").json()
+    assert (saved["name"], saved["job_params"]["schedule"], saved["action"]["text"]) == (
+        "stand and stretch", "30 9 * * 1-5", "stand up and stretch")
+    assert saved["notify"] == [{"channel": "inbox"}]
+    expect(edited.get_by_role("button", name="Edit")).to_be_focused()
+
+
+def test_the_list_poll_is_answered_304_while_nothing_changes(page: Page,
+                                                             http: httpx.Client) -> None:
+    create_job(http, "stretch")
+    with page.expect_response(lambda r: "/v1/jobs?" in r.url and r.status == 304,
+                              timeout=15000) as unchanged:
+        page.reload()
+    assert unchanged.value.request.headers["if-none-match"] == unchanged.value.headers["etag"]
+    expect(row(page, "stretch")).to_be_visible()  # the page kept the list it had
+
+
 def test_keyboard_alone_creates_and_pauses(page: Page, http: httpx.Client) -> None:
     page.get_by_label("What to do, and when").focus()
     page.keyboard.type("every monday at 9:30 call the bank")
@@ -152,11 +219,12 @@ def test_status_filter(page: Page, http: httpx.Client) -> None:
 
 def test_the_form_shows_the_field_to_fix(page: Page, http: httpx.Client) -> None:
     page.get_by_label("With a form").check()
-    page.get_by_label("Name (optional)").fill("report")
-    page.get_by_label("Runs").select_option("recurring")
-    schedule = page.get_by_label("Schedule (cron or RRULE)")
+    form = page.locator("#job-form")  # the edit dialog has fields of the same names
+    form.get_by_label("Name (optional)").fill("report")
+    form.get_by_label("Runs").select_option("recurring")
+    schedule = form.get_by_label("Schedule (cron or RRULE)")
     schedule.fill("every tuesday")
-    page.get_by_label("Message").fill("send the weekly report")
+    form.get_by_label("Message").fill("send the weekly report")
     page.get_by_role("button", name="Create task").click()
 
     expect(schedule).to_have_attribute("aria-invalid", "true")
@@ -165,7 +233,7 @@ def test_the_form_shows_the_field_to_fix(page: Page, http: httpx.Client) -> None
     assert http.get("/v1/jobs").json()["jobs"] == []
 
     schedule.fill("RRULE:FREQ=WEEKLY;BYDAY=TU;BYHOUR=10;BYMINUTE=0")
-    page.get_by_label("Timezone").fill("Europe/Berlin")
+    form.get_by_label("Timezone").fill("Europe/Berlin")
     page.get_by_role("button", name="Create task").click()
     task = row(page, "report")
     expect(task).to_contain_text("every Tuesday at 10:00 (Europe/Berlin)")

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from onthedot.delivery import MAX_CHANNELS
 from onthedot.domain.history import ERROR_MAX_CHARS, PREVIEW_MAX_CHARS, JobChange, RunAttempt
 from onthedot.domain.models import JobParams, JobRun, RetryPolicy, default_notify
-from onthedot.service import MAX_BATCH_JOBS, JobPatch, JobSpec
-from onthedot.views import InboxItemOut, JobOut, JobTypeIn, MisfireIn, RunOut
+from onthedot.service import MAX_BACKFILL_RUNS, MAX_BATCH_JOBS, JobPatch, JobSpec
+from onthedot.views import InboxItemOut, JobOut, JobTypeIn, MisfireIn, OverlapIn, RunOut
 
 
 class _Request(BaseModel):
@@ -124,6 +124,10 @@ class JobCreate(_Request):
     job_params: JobParamsIn
     retry_policy: RetryPolicyIn | None = None
     misfire_policy: MisfireIn = "run_late"
+    overlap_policy: OverlapIn = Field(
+        default="skip", description="a recurring job's occurrence that comes while its previous "
+        "run still runs: skip (the default: it is not run), buffer_one (the latest such one runs "
+        "as soon as the previous run ends) or allow_all (each runs at its time, overlapping)")
     timeout_seconds: float = Field(default=60.0, description="seconds one attempt may take")
     notify: list[NotifyChannelIn] | None = NotifyIn
 
@@ -134,7 +138,7 @@ class JobCreate(_Request):
                                           else self.retry_policy.over(RetryPolicy())),
             misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds,
             notify=default_notify() if self.notify is None else [
-                c.to_domain() for c in self.notify])
+                c.to_domain() for c in self.notify], overlap_policy=self.overlap_policy)
 
 
 MAX_IDEMPOTENCY_KEY_CHARS = 255
@@ -177,6 +181,10 @@ class JobUpdate(_Request):
     job_params: JobParamsIn | None = None
     retry_policy: RetryPolicyIn | None = None
     misfire_policy: MisfireIn | None = None
+    overlap_policy: OverlapIn | None = Field(
+        default=None, description="a recurring job's occurrence that comes while its previous "
+        "run still runs: skip (the default: it is not run), buffer_one (the latest such one runs "
+        "as soon as the previous run ends) or allow_all (each runs at its time, overlapping)")
     timeout_seconds: float | None = None
     notify: list[NotifyChannelIn] | None = Field(
         default=None, max_length=MAX_CHANNELS, description="replaces the job's channels")
@@ -189,7 +197,7 @@ class JobUpdate(_Request):
                 default_timezone),
             retry_policy=None if self.retry_policy is None else self.retry_policy.over(current),
             misfire_policy=self.misfire_policy, timeout_seconds=self.timeout_seconds,
-            notify=_notify(self.notify))
+            notify=_notify(self.notify), overlap_policy=self.overlap_policy)
 
 
 # --- responses ---------------------------------------------------------------------------
@@ -276,9 +284,40 @@ class RunDetailOut(RunOut):
         return cls(**RunOut.of(run).model_dump(), attempts=[AttemptOut.of(a) for a in attempts])
 
 
+class BackfillIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
+        "start_time": "2026-06-20T00:00:00Z", "end_time": "2026-06-22T00:00:00Z"}]})
+
+    # strict=False: JSON has no datetime type; an ISO 8601 string is what is sent.
+    start_time: datetime = Field(strict=False, description="the first instant of the range "
+                                 "(included), with an offset or Z")
+    end_time: datetime = Field(strict=False, description="the end of the range (excluded), "
+                               "not after now")
+    max_runs: int = Field(default=MAX_BACKFILL_RUNS, ge=1, le=MAX_BACKFILL_RUNS,
+                          description="refuse (422 too_many_runs) a range with more "
+                                      "occurrences than this")
+
+
+class BackfilledRun(BaseModel):
+    created: bool = Field(description="true: a new run now; false: the instant had a run "
+                          "already, left as it is")
+    run: RunOut
+
+
+class BackfillOut(BaseModel):
+    runs: list[BackfilledRun] = Field(description="each occurrence in the range, oldest first")
+
+
+class SkippedOut(BaseModel):
+    skipped: RunOut = Field(description="the run marked SKIPPED (error \"skipped on request\")")
+    job: JobOut = Field(description="the job, its next_run_at the occurrence after the "
+                        "skipped one")
+
+
 class ChangeOut(BaseModel):
     change_id: str
-    action: Literal["create", "update", "pause", "resume", "run", "delete", "redrive"]
+    action: Literal["create", "update", "pause", "resume", "run", "delete", "redrive",
+                    "skip", "backfill"]
     actor: str = Field(description="the user who made the change (the token's user, or local)")
     channel: Literal["api", "mcp", "chat", "cli"] | None = Field(
         description="where the change came from; null when not recorded (creations)")
@@ -286,7 +325,8 @@ class ChangeOut(BaseModel):
     details: dict[str, Any] = Field(
         description='update: {field: {"old": ..., "new": ...}} for each changed field '
                     '(credential headers as "***"); pause, resume, delete: the status change; '
-                    "run and redrive: the run_id")
+                    "run and redrive: the run_id; skip: the skipped run's run_id and "
+                    "scheduled_at, and next_run_at")
 
     @classmethod
     def of(cls, change: JobChange) -> ChangeOut:

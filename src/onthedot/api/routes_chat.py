@@ -44,7 +44,9 @@ class ChatRequest(BaseModel):
         default=None, min_length=1, max_length=MAX_TOKEN_CHARS,
         description="the `confirmation_token` of the previous answer: carries out the change "
                     "it asked about when `message` is left out or says yes (\"yes\", \"好\"), "
-                    "drops it when `message` says no; any other message is a new request")
+                    "drops it when `message` says no; after a \"which one?\" "
+                    "(`needs_choice`), `message` picks a task by its number (\"2\", \"the "
+                    "second one\", \"第二個\"); any other message is a new request")
     dry_run: bool = Field(default=False, description="understand and answer, create nothing")
     timezone: str | None = Field(default=None, description="the user's IANA timezone; default: "
                                  "the server's default_timezone", examples=["Asia/Taipei"])
@@ -86,9 +88,14 @@ class ChatResponse(BaseModel):
     needs_confirmation: bool = Field(
         default=False, description="true when nothing was changed yet: pass "
         "`confirmation_token` back as `confirm` to carry out what `reply` asks about")
+    needs_choice: bool = Field(
+        default=False, description="true when several tasks matched and nothing was changed: "
+        "`reply` lists them numbered; pass `confirmation_token` back as `confirm` with a "
+        "number as `message` to go on with that task")
     confirmation_token: str | None = Field(
         default=None, description="bound to you, this intent, the task and its current "
-        "version; expires at `confirmation_expires_at`")
+        "version (or, with `needs_choice`, the tasks listed); expires at "
+        "`confirmation_expires_at`")
     confirmation_expires_at: datetime | None = None
 
 
@@ -121,5 +128,6 @@ async def chat(
                         candidates=[JobOut.model_validate(j) for j in answer.candidates],
                         run=None if answer.run is None else RunOut.model_validate(answer.run),
                         needs_confirmation=answer.needs_confirmation,
+                        needs_choice=answer.needs_choice,
                         confirmation_token=answer.confirmation_token,
                         confirmation_expires_at=answer.confirmation_expires_at)

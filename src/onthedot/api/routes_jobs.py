@@ -9,6 +9,7 @@ GET on it is a 405 whose ``Allow`` says POST, and ``/v1/jobs/X:explode`` is a 40
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, cast
 
 import pydantic
@@ -26,6 +27,9 @@ from onthedot.api.models import (
     MAX_IDEMPOTENCY_KEY_CHARS as MAX_IDEMPOTENCY_KEY_CHARS,  # routes_chat uses it too
 )
 from onthedot.api.models import (
+    BackfilledRun,
+    BackfillIn,
+    BackfillOut,
     BatchOut,
     ChangeOut,
     DeadLetterList,
@@ -38,6 +42,7 @@ from onthedot.api.models import (
     Problem,
     RunDetailOut,
     RunList,
+    SkippedOut,
 )
 from onthedot.api.problems import PROBLEM_MEDIA_TYPE, error_body, validation_body
 from onthedot.domain.history import acting_channel
@@ -190,21 +195,37 @@ def _batch_result(outcome: CreateOutcome, item: str, key_field: str) -> dict[str
     return {"status": error.http_status, "problem": error_body(error, field)}
 
 
-@router.get("/jobs", response_model=JobList)
+@router.get("/jobs", response_model=JobList, responses={304: {
+    "description": "the page is what the `If-None-Match` ETag names: nothing changed"}})
 async def list_jobs(
-    rt: RuntimeDep, user: UserDep,
+    request: Request, rt: RuntimeDep, user: UserDep,
     status_filter: Annotated[UserJobStatus | None, Query(alias="status")] = None,
     start_time: Annotated[AwareDatetime | None, Query(
         description="only jobs created at or after this ISO 8601 instant")] = None,
     end_time: Annotated[AwareDatetime | None, Query(
         description="only jobs created before this ISO 8601 instant")] = None,
     page_size: PageSize = 20, page_token: PageToken = None,
-) -> JobList:
-    """The caller's jobs, newest first; the cursor is stable while jobs are being created."""
+) -> Response:
+    """The caller's jobs, newest first; the cursor is stable while jobs are being created.
+    The answer has an `ETag` (a digest of its body): sent back as `If-None-Match`, an
+    unchanged page is a `304 Not Modified` with no body, which is how the Tasks page polls."""
     page = await rt.service.list_jobs(user, status=status_filter, start_time=start_time,
                                       end_time=end_time, page_size=page_size,
                                       page_token=page_token)
-    return JobList(jobs=[JobOut.of(v) for v in page.items], next_page_token=page.next_page_token)
+    listed = JobList(jobs=[JobOut.of(v) for v in page.items],
+                     next_page_token=page.next_page_token)
+    body = listed.model_dump_json().encode()
+    etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if etag in _etags(request.headers.get("if-none-match", "")):
+        return Response(status_code=status.HTTP_304_NOT_MODIFIED, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def _etags(header: str) -> set[str]:
+    """The entity tags of an If-None-Match header (weak ones compare as strong: RFC 9110
+    weak comparison, which is what If-None-Match uses)."""
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
 
 
 @router.get("/jobs/{job_id:id}", response_model=JobOut, responses=_problems(404))
@@ -250,6 +271,29 @@ async def run_job(job_id: str, response: Response, rt: RuntimeDep, user: UserDep
     run = await rt.service.run_job_now(user, job_id)
     response.headers["Location"] = f"/v1/runs/{run.run_id}"
     return RunOut.of(run)
+
+
+@router.post("/jobs/{job_id:id}:skip-next", response_model=SkippedOut,
+             responses=_problems(404, 409))
+async def skip_next(job_id: str, rt: RuntimeDep, user: UserDep) -> SkippedOut:
+    """Skip the next occurrence of a recurring job: its run is marked SKIPPED and the
+    occurrences after it stay. 409 `not_recurring` for a one-time or immediate job (pause or
+    delete it), `not_skippable` for a job that is not scheduled, `run_started` when the next
+    run has already started."""
+    skipped = await rt.service.skip_next(user, job_id)
+    return SkippedOut(skipped=RunOut.of(skipped.run), job=JobOut.of(skipped.view))
+
+
+@router.post("/jobs/{job_id:id}:backfill", status_code=status.HTTP_201_CREATED,
+             response_model=BackfillOut, responses=_problems(404, 409, 422, 429))
+async def backfill(job_id: str, body: BackfillIn, rt: RuntimeDep, user: UserDep) -> BackfillOut:
+    """Run now the occurrences of a recurring job scheduled in [start_time, end_time), both
+    in the past, at most `max_runs` (≤ 100; more is a 422 `too_many_runs` and nothing runs).
+    An instant that has a run already keeps it. The schedule is not touched."""
+    done = await rt.service.backfill(user, job_id, body.start_time, body.end_time,
+                                     max_runs=body.max_runs)
+    return BackfillOut(runs=[BackfilledRun(created=c, run=RunOut.of(r))
+                             for r, c in zip(done.runs, done.created, strict=True)])
 
 
 # --- runs and dead letters -----------------------------------------------------------------

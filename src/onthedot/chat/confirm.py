@@ -6,12 +6,19 @@ question::
 
     c1.<base64url(JSON claims)>.<base64url(HMAC-SHA256(key, "onthedot-chat-confirm." + claims))>
 
-The claims bind it to the user who asked (``u``), what to do (``i``: delete | change_time), the
+The claims bind it to the user who asked (``u``), what to do (``i``: delete | change_time |
+choose), the
 task (``j``), the task's version when the question was asked (``ver``) and a digest of what the
 user can change about it (``f``: name, action, time, status, policies, channels; see
 ``job_fingerprint``); a change of the time also carries the new ``job_params`` (``p``), so what
 is confirmed is exactly what was shown. It expires ``CONFIRM_TTL_SECONDS`` after it was issued
 (``exp``, Unix seconds). ``l`` is the language to answer in.
+
+A ``choose`` token answers "which one?": it carries the tasks listed, in their numbered order
+(``c``, job ids), and the request that found them (``k``: its intent; ``w``: its time or day;
+``n``: a new name; ``z``: the timezone the user gave, if any), so that "2" or "the second one"
+carries out that request on the second task listed. It names no task of its own (``j`` is
+empty) and is not used up: the user may pick again while it lasts.
 
 The task must still be the one the question was about: the same version, or a later version
 with the same digest. The engine bumps a task's version for its own bookkeeping too (every
@@ -47,8 +54,9 @@ TOKEN_PREFIX = "c1"
 MAX_TOKEN_CHARS = 4000  # a token with job_params is a few hundred characters
 _DOMAIN = b"onthedot-chat-confirm."  # a key used for nothing else, but say what is signed
 
-Confirmable = Literal["delete", "change_time"]
-_CONFIRMABLE = ("delete", "change_time")
+Confirmable = Literal["delete", "change_time", "choose"]
+_CONFIRMABLE = ("delete", "change_time", "choose")
+MAX_CHOICES = 20  # tasks a "which one?" lists and its token carries
 _LANGUAGES = ("en", "zh-Hant", "zh-Hans")
 
 
@@ -72,6 +80,12 @@ class Confirmation:
     language: Language
     fingerprint: str = ""  # job_fingerprint of the task when the question was asked
     params: JobParams | None = None  # change_time: the new time
+    # choose: the tasks listed, in order, and the request that found them
+    choices: tuple[str, ...] = ()
+    asked: str = ""  # the request's IntentKind
+    when: str | None = None
+    name: str | None = None
+    timezone: str | None = None  # the timezone the user gave with the request, if any
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at <= now.timestamp()
@@ -79,7 +93,9 @@ class Confirmation:
     def claims(self) -> dict[str, Any]:
         return {"u": self.user_id, "i": self.intent, "j": self.job_id, "ver": self.version,
                 "f": self.fingerprint, "exp": self.expires_at, "l": self.language,
-                "p": None if self.params is None else self.params.to_dict()}
+                "p": None if self.params is None else self.params.to_dict(),
+                "c": list(self.choices), "k": self.asked, "w": self.when, "n": self.name,
+                "z": self.timezone}
 
 
 def issue(confirmation: Confirmation, key: bytes) -> str:
@@ -111,7 +127,12 @@ def _confirmation(claims: dict[str, Any]) -> Confirmation:
     if claims["i"] not in _CONFIRMABLE or claims["l"] not in _LANGUAGES:
         raise ValueError("unknown intent or language")
     params = claims["p"]
+    choices = claims.get("c") or []
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        raise ValueError("choices are not a list of ids")
     return Confirmation(
+        choices=tuple(choices), asked=str(claims.get("k") or ""), when=_text(claims.get("w")),
+        name=_text(claims.get("n")), timezone=_text(claims.get("z")),
         user_id=str(claims["u"]), intent=cast(Confirmable, claims["i"]), job_id=str(claims["j"]),
         version=int(claims["ver"]), expires_at=int(claims["exp"]),
         language=cast(Language, claims["l"]), fingerprint=str(claims["f"]),
@@ -119,6 +140,10 @@ def _confirmation(claims: dict[str, Any]) -> Confirmation:
             type=params["type"], time=params.get("time"), schedule=params.get("schedule"),
             timezone=params["timezone"],
             flexible_window_seconds=int(params.get("flexible_window_seconds", 0))))
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def job_fingerprint(job: Job) -> str:

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from onthedot import nl
 from onthedot.actions.choice import Choice, choose_action
-from onthedot.chat.intents import IntentKind, recognise, yes_or_no
+from onthedot.chat.intents import IntentKind, recognise, which_one, yes_or_no
 from onthedot.chat.manage import Managed, Manager
 from onthedot.chat.where import Where, where_results_go
 from onthedot.config import Settings
@@ -82,10 +82,15 @@ class ChatAnswer:
     run: dict[str, Any] | None = None  # run now: the new run; last result: the run shown
     confirmation_token: str | None = None  # pass back as `confirm` to carry out the change
     confirmation_expires_at: datetime | None = None
+    choice: bool = False  # the token answers "which one?" with a number, not yes or no
 
     @property
     def needs_confirmation(self) -> bool:
-        return self.confirmation_token is not None
+        return self.confirmation_token is not None and not self.choice
+
+    @property
+    def needs_choice(self) -> bool:
+        return self.confirmation_token is not None and self.choice
 
 
 class FrontDoor:
@@ -102,11 +107,13 @@ class FrontDoor:
         tz = load_timezone(timezone or self.settings.default_timezone, field="timezone").key
         if confirm is not None:
             said = "yes" if message is None else yes_or_no(message)
-            if said is not None:  # else a new request: the question is left unanswered
+            pick = None if message is None else which_one(message)
+            # Neither yes, no nor a number: a new request; the question is left unanswered.
+            if said is not None or pick is not None:
                 language = detect(message, tz) if message else "en"
                 return _managed(await Manager(self.service).confirm(
-                    confirm, user_id, agreed=said == "yes", dry_run=dry_run,
-                    language=language), dry_run)
+                    confirm, user_id, agreed=None if said is None else said == "yes",
+                    pick=pick, dry_run=dry_run, language=language), dry_run)
         if message is None:
             raise ValidationError("say something, or pass back a confirmation with confirm",
                                   code="missing_field", field="message",
@@ -215,7 +222,8 @@ def _managed(managed: Managed, dry_run: bool) -> ChatAnswer:
         understood=managed.understood, intent=managed.intent,
         candidates=[_job(v) for v in managed.candidates],
         run=None if managed.run is None else RunOut.of(managed.run).model_dump(mode="json"),
-        confirmation_token=managed.token, confirmation_expires_at=managed.expires_at)
+        confirmation_token=managed.token, confirmation_expires_at=managed.expires_at,
+        choice=managed.choice)
 
 
 def _emails(created: dict[str, Any]) -> bool:
@@ -235,7 +243,8 @@ def _system_prompt(tz: str, now: datetime, dry_run: bool) -> str:
               "When the user asks to change, move, pause, stop, resume, delete, cancel or run "
               "a task, or asks what tasks they have or what one returned, that is about a task "
               "they already have: find it with list_tasks and use update_task, pause_task, "
-              "resume_task, delete_task, run_task_now or get_task. Never call create_task for "
+              "resume_task, delete_task, run_task_now, skip_next_run (skip only the next "
+              "occurrence) or get_task. Never call create_task for "
               "such a request; if no task matches, or several do, say so and ask which. "
               "For create_task, leave kind out unless the user named one: the server chooses "
               "it from the user's words; pass notify_email only with an address the user "

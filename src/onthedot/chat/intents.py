@@ -27,29 +27,37 @@ from onthedot.nl.parts import Language
 from onthedot.nl.scan import Tail
 
 IntentKind = Literal["create", "list", "pause", "resume", "delete", "run_now", "change_time",
-                     "last_result"]
+                     "last_result", "rename", "next", "skip_next"]
 INTENTS: tuple[IntentKind, ...] = ("create", "list", "pause", "resume", "delete", "run_now",
-                                   "change_time", "last_result")
+                                   "change_time", "last_result", "rename", "next", "skip_next")
+_QUOTES = " ,，、:：'\"「」“”『』"
 
 
 @dataclass(frozen=True)
 class Intent:
     kind: IntentKind
     target: str = ""  # the words naming the task, as said ("每週的運動提醒", "the backup task")
-    when: str | None = None  # change_time: the new time, as said ("每天晚上十點", "7am")
+    # change_time: the new time, as said ("每天晚上十點", "7am"); skip_next: the day the
+    # skipped run was named by, if any ("tomorrow", "明天")
+    when: str | None = None
     language: Language = "en"
+    name: str | None = None  # rename: the new name, as written
 
 
 def recognise(message: str, timezone: str = "UTC") -> Intent:
     """The intent of one chat message; ``create`` when it asks for nothing else."""
     language = detect(message, timezone)
     text = _tidy(message)
+    renamed = _rename(text)
+    if renamed is not None:  # before a change of time: "改名為晚上吃藥" holds a time
+        target, name = renamed
+        return Intent(kind="rename", target=target.strip(_QUOTES), language=language,
+                      name=name)
     found = _chinese(text) if has_cjk(text) else _CREATE
     if found == _CREATE and re.search(r"[A-Za-z]", text):  # also "pause the 喝水 reminder"
         found = _english(text.lower())
     kind, target, when = found
-    return Intent(kind=kind, target=target.strip(" ,，、:：'\"「」“”"), when=when,
-                  language=language)
+    return Intent(kind=kind, target=target.strip(_QUOTES), when=when, language=language)
 
 
 # --- shared -------------------------------------------------------------------------------
@@ -168,8 +176,48 @@ def _strip_en_tail(text: str) -> str:
             return text
 
 
+_EN_NEXT = [_full(p) for p in (
+    r"what(?:'s| is| comes)(?: up)? next",
+    r"(?:what|when)(?:'s| is| are)? (?:my |the )?next (?:tasks?|reminders?|jobs?|runs?)"
+    r"(?: (?:due|scheduled|coming up))?",
+    r"when (?:is|does|will) (?:my |the )?next (?:task|reminder|job|run)(?: (?:run|fire|go off|"
+    r"happen|come|be due))?",
+    r"(?:show|list|tell|give)(?: me)? (?:my |the )?(?:next|upcoming) (?:tasks|reminders|jobs|"
+    r"runs)",
+    r"what(?:'s| is| are) (?:my |the )?upcoming (?:tasks|reminders|jobs|runs)",
+)]
+_EN_NEXT_OF = [_full(p) for p in (
+    r"when (?:is|does|will) (?P<t>.+?) (?:run|fire|go off|happen|come|be due)(?: next)?",
+    r"when(?:'s| is) (?P<t>.+?) next",
+    r"when(?:'s| is) the next (?:run|time) of (?P<t>.+)",
+)]
+_EN_SKIP = re.compile(r"^(?:skip|pass on|miss out|don't run|do not run)\s+(?P<t>.+?)"
+                      r"(?:\s+(?:this time|just once|once|for once|this once))?$")
+# "skip rope every day at 7" is a new task: a skip names one run, never a recurrence or clock
+_EN_RECURRENCE = re.compile(r"\b(?:every|each|daily|weekly|monthly|yearly|hourly|at \d|"
+                            r"\d{1,2}(?::\d\d)?\s*(?:am|pm)|\d{1,2}:\d\d)\b")
+_EN_SKIP_DAY = re.compile(
+    r"\b(?P<d>today|tonight|tomorrow|(?:this |next )?(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+    r"(?:'s)?\b")
+
+
+def _english_skip(text: str) -> _Found | None:
+    m = _EN_SKIP.match(text)
+    if m is None or _EN_RECURRENCE.search(m["t"]) or _EN_NEW.match(m["t"]):
+        return None
+    day = _EN_SKIP_DAY.search(m["t"])
+    return ("skip_next", m["t"], None if day is None else day["d"])
+
+
 def _english(text: str) -> _Found:
     text = _strip_en_tail(_EN_POLITE.sub("", text)).strip()
+    if any(p.fullmatch(text) for p in _EN_NEXT):
+        return ("next", "", None)
+    for pattern in _EN_NEXT_OF:
+        if (m := pattern.fullmatch(text)) and not _EN_RECURRENCE.search(m["t"]):
+            return ("next", m["t"], None)
+    if (skip := _english_skip(text)) is not None:
+        return skip
     if any(p.fullmatch(text) for p in _EN_LIST):
         return ("list", "", None)
     for pattern in _EN_LAST:
@@ -265,9 +313,41 @@ _ZH_PAUSE_ME = _full(r"(?:暫時|暂时|先)(?:別|别|不要|不用)(?:再)?提
 _ZH_RUN = "執行|执行|運行|运行|觸發|触发|啟動|启动|跑"
 
 
+_ZH_NEXT_WORD = r"(?:下一個|下一个|下個|下个|下一次|下次)"
+_ZH_WHEN = r"(?:什麼時候|什么时候|幾點|几点|何時|何时|哪天|哪一天)"
+_ZH_NEXT = [_full(p) for p in (
+    rf"(?:我的)?{_ZH_NEXT_WORD}(?:的)?(?:提醒|任務|任务|排程|執行|执行)(?:是|在|會在|会在)?"
+    rf"(?:{_ZH_WHEN}|什麼|什么|哪個|哪个)?(?:執行|执行|響|响)?",
+    r"(?:接下來|接下来)(?:有|是|要)?(?:什麼|什么|哪些|哪個|哪个)(?:提醒|任務|任务|排程|事)?"
+    r"(?:要執行|要执行)?",
+    r"(?:接下來|接下来|即將|即将)(?:的)?(?:提醒|任務|任务|排程|執行|执行)",
+)]
+_ZH_NEXT_OF = _full(rf"(?P<t>.+?)(?:的)?{_ZH_NEXT_WORD}(?:執行|执行|提醒)?(?:是|在|會在|会在)?"
+                    rf"{_ZH_WHEN}(?:執行|执行|響|响)?")
+_ZH_SKIP_VERB = r"(?:跳過|跳过|略過|略过)"
+_ZH_ONCE = r"(?:一次|這次|这次|一下)?"
+_ZH_SKIP_DAY = re.compile(r"今天|今晚|明天|明早|明晚|後天|后天|"
+                          r"(?:這|这|下)?(?:週|周|星期|禮拜|礼拜)[一二三四五六日天]")
+
+
+def _zh_skip(text: str) -> _Found | None:
+    m = re.fullmatch(rf"{_ZH_SKIP_VERB}{_ZH_ONCE}(?P<t>.+)", text) or re.fullmatch(
+        rf"{_ZH_BA}?(?P<t>.+?)(?:先|就)?{_ZH_SKIP_VERB}{_ZH_ONCE}", text)
+    if m is None or _ZH_CREATE.search(m["t"]) or re.search(r"每", m["t"]):
+        return None
+    day = _ZH_SKIP_DAY.search(m["t"])
+    return ("skip_next", _strip_ba(m["t"]), None if day is None else day.group())
+
+
 def _chinese(text: str) -> _Found:
     text = re.sub(r"\s+", "", text)
     text = _ZH_TAIL.strip(_ZH_POLITE.sub("", text))
+    if any(p.fullmatch(text) for p in _ZH_NEXT):
+        return ("next", "", None)
+    if (m := _ZH_NEXT_OF.fullmatch(text)) and not _ZH_CREATE.search(m["t"]):
+        return ("next", _strip_ba(m["t"]), None)
+    if (skip := _zh_skip(text)) is not None:
+        return skip
     if any(p.fullmatch(text) for p in _ZH_LIST):
         return ("list", "", None)
     for pattern in _ZH_LAST_PATTERNS:
@@ -322,6 +402,40 @@ def _zh_run(text: str) -> _Found:
     return _CREATE
 
 
+# --- rename (both languages, on the text as written: the new name keeps its case) ---------
+_EN_RENAME = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in (
+    r"(?:rename|retitle|re-name)\s+(?P<t>.+)\s+(?:to|as|into)\s+(?P<n>.+)",
+    r"(?:change|set|update)\s+the\s+(?:name|title)\s+of\s+(?P<t>.+)\s+to\s+(?P<n>.+)",
+    r"(?:change|set|update)\s+(?P<t>.+?)(?:'s)?\s+(?:name|title)\s+to\s+(?P<n>.+)",
+)]
+_ZH_RENAME = _full(
+    rf"{_ZH_BA}?\s*(?P<t>.+?)\s*(?:的名字|的名稱|的名称|的標題|的标题)?\s*(?:改名為|改名为|改名成|改名叫|"
+    r"改名|重新命名為|重新命名为|重新命名成|命名為|命名为|更名為|更名为|名字改成|名字改為|名字改为|"
+    r"名稱改成|名称改成|名稱改為|名称改为|改叫)\s*(?P<n>.+)")
+_EN_POLITE_ANY = re.compile(_EN_POLITE.pattern, re.IGNORECASE)
+
+
+def _rename(text: str) -> tuple[str, str] | None:
+    """(target, new name) of "rename the water reminder to hydrate", "把吃藥提醒改名為晚上吃藥"."""
+    found: tuple[str, str] | None = None
+    if has_cjk(text):
+        m = _ZH_RENAME.fullmatch(_ZH_POLITE.sub("", text))
+        if m and not _ZH_CREATE.search(m["t"]):
+            found = (m["t"], _ZH_TAIL.strip(m["n"]))
+    if found is None:
+        plain = _EN_POLITE_ANY.sub("", text)
+        m = next((m for p in _EN_RENAME if (m := p.fullmatch(plain))), None)
+        if m is not None:
+            name = m["n"]
+            tail = _strip_en_tail(name.lower())  # "… to hydrate please": same length kept
+            found = (m["t"], name[:len(tail)])
+    if found is None:
+        return None
+    target, name = found
+    name = name.strip(_QUOTES)
+    return (target, name) if name else None
+
+
 def _strip_ba(target: str) -> str:
     return re.sub(rf"^{_ZH_BA}", "", target)
 
@@ -366,3 +480,54 @@ def names_a_day(when: str) -> bool:
     than only a time of day ("7am", "晚上十點"): a recurring task moved to a time of day keeps
     its days."""
     return bool((_ZH_DAY if has_cjk(when) else _EN_DAY).search(when.lower()))
+
+
+LAST = -1  # which_one: "the last one"
+_EN_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
+                "ninth", "tenth")
+_EN_NUMBERS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+_EN_PICK = re.compile(
+    r"(?:the |number |no\.? ?|# ?|option |task )?(?:(?P<n>\d{1,2})(?:st|nd|rd|th)?|"
+    rf"(?P<w>{'|'.join(_EN_ORDINALS)}|last)|(?P<c>{'|'.join(_EN_NUMBERS)}))"
+    r"(?: one| task| reminder)?")
+_ZH_DIGITS = {"一": 1, "二": 2, "兩": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
+              "八": 8, "九": 9}
+_ZH_PICK = re.compile(
+    r"(?:我要|要|選|选|就)?(?:第(?P<a>[0-9]{1,2}|[一二兩两三四五六七八九十]{1,3})(?:個|个|項|项|條|条|號|号)?|"
+    r"(?P<b>[0-9]{1,2})(?:號|号)?|(?P<c>[一二兩两三四五六七八九十]{1,3})(?:號|号)|"
+    r"(?P<last>最後一個|最后一个|最後那個|最后那个))(?:任務|任务|提醒)?")
+
+
+def which_one(message: str) -> int | None:
+    """The number of the task picked from a numbered list ("2", "the second one", "第二個",
+    "2號"); ``LAST`` for "the last one" (最後一個); None when the message is not a pick."""
+    text = _tidy(message)
+    if has_cjk(text):
+        m = _ZH_PICK.fullmatch(_ZH_TAIL.strip(re.sub(r"\s+", "", _ZH_POLITE.sub("", text))))
+        if m is None:
+            return None
+        if m["last"]:
+            return LAST
+        return _zh_number(m["a"] or m["b"] or m["c"])
+    m = _EN_PICK.fullmatch(_strip_en_tail(_EN_POLITE.sub("", text.lower())).strip())
+    if m is None:
+        return None
+    if m["n"]:
+        return int(m["n"])
+    if m["c"]:
+        return _EN_NUMBERS.index(m["c"]) + 1
+    return LAST if m["w"] == "last" else _EN_ORDINALS.index(m["w"]) + 1
+
+
+def _zh_number(text: str) -> int | None:
+    """1-99 written in digits or Chinese numerals (一, 十二, 二十)."""
+    if text.isdigit():
+        return int(text)
+    tens, _, ones = text.rpartition("十")
+    if "十" not in text:
+        return _ZH_DIGITS.get(text)
+    high = 1 if not tens else _ZH_DIGITS.get(tens)
+    low = 0 if not ones else _ZH_DIGITS.get(ones)
+    if high is None or low is None:
+        return None
+    return high * 10 + low

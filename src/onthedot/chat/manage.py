@@ -1,13 +1,18 @@
-"""Chat requests about tasks the user already has: list, pause, resume, run now, show the last
-result, delete and change the time (these two confirmed first). Offline, without a model.
+"""Chat requests about tasks the user already has: list, what runs next, pause, resume, run
+now, skip the next run, rename, show the last result, delete and change the time (these two
+confirmed first). Offline, without a model.
 
 Flow of one request (an ``Intent`` from ``chat.intents``)::
 
     list ─► the tasks, nothing changed
+    next ─► the scheduled tasks (those the words name, if any), soonest first
     other ─► the user's tasks ─► best_matches(target)
                ├─ none    ─► "no such task", nothing changed
-               ├─ several ─► "which one?" and the candidates, nothing changed
-               └─ one ─┬─ pause / resume / run now / last result: done at once
+               ├─ several ─► "which one?", the candidates numbered and a choice token,
+               │             nothing changed; the next call with ``confirm`` = that token and
+               │             "2" / "the second one" / 第二個 goes on with the second one
+               └─ one ─┬─ pause / resume / run now / skip next / rename / last result: done
+                       │  at once
                        └─ delete / change time: a question and a confirmation token,
                           nothing changed
     next call with ``confirm`` = token (and "yes", or no message) ─► checked (still the task
@@ -23,21 +28,38 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
+from zoneinfo import ZoneInfo
 
 from onthedot import nl
 from onthedot.chat.confirm import (
     CONFIRM_TTL_SECONDS,
-    Confirmable,
+    MAX_CHOICES,
     Confirmation,
     confirm_key,
     issue,
     job_fingerprint,
     verify,
 )
-from onthedot.chat.intents import Intent, IntentKind, mentions_time, names_a_day
+from onthedot.chat.days import day_named
+from onthedot.chat.intents import (
+    INTENTS,
+    LAST,
+    Intent,
+    IntentKind,
+    mentions_time,
+    names_a_day,
+)
 from onthedot.chat.match import best_matches, task_words, words
-from onthedot.chat.replies import local_time, quoted, say, status_word, task_line, when_words
+from onthedot.chat.replies import (
+    local_time,
+    next_line,
+    quoted,
+    say,
+    status_word,
+    task_line,
+    when_words,
+)
 from onthedot.delivery.render import output_text
 from onthedot.domain.errors import ConflictError, NotFoundError, ValidationError
 from onthedot.domain.models import JobParams, JobRun, RunStatus
@@ -47,7 +69,8 @@ from onthedot.service import JobPatch, JobService, JobView
 
 MAX_TASKS_SCANNED = 500  # tasks a request is matched against (newest first)
 LIST_PAGE = 100  # the service's largest page
-MAX_LISTED = 20  # lines of a list answer; the rest is in GET /v1/jobs
+MAX_LISTED = MAX_CHOICES  # lines of a list answer; the rest is in GET /v1/jobs
+MAX_NEXT = 5  # tasks a "what's next?" answer names
 MAX_RESULT_CHARS = 500  # of a last result, said back in the reply
 RECENT_RUNS = 20  # runs looked through for the last finished one
 
@@ -57,6 +80,8 @@ _FITS: dict[IntentKind, tuple[str, ...]] = {
     "delete": ("scheduled", "running", "paused"),
     "change_time": ("scheduled", "running", "paused"), "run_now": ("scheduled", "paused"),
     "last_result": ("scheduled", "running", "paused", "completed", "failed"),
+    "rename": ("scheduled", "running", "paused", "completed", "failed"),
+    "skip_next": ("scheduled", "running"), "next": ("scheduled", "running"),
 }
 _FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED)
 T = TypeVar("T")
@@ -72,9 +97,10 @@ class Managed:
     changed: list[JobView] = field(default_factory=list)  # what this request changed
     candidates: list[JobView] = field(default_factory=list)  # what it is about, unchanged
     run: JobRun | None = None  # run now: the new run; last result: the run shown
-    token: str | None = None  # delete / change time: pass back as `confirm`
+    token: str | None = None  # delete / change time / which one: pass back as `confirm`
     expires_at: datetime | None = None
     understood: dict[str, Any] | None = None  # change time: the new time as parsed
+    choice: bool = False  # the token answers "which one?" (a number), not yes or no
 
 
 class Manager:
@@ -88,6 +114,8 @@ class Manager:
         tasks = await self._tasks(user_id)
         if intent.kind == "list":
             return self._list(tasks, lang)
+        if intent.kind == "next" and not words(intent.target):
+            return self._next(tasks, lang)
         if not tasks:
             return Managed(say("no_tasks", lang), intent.kind, lang)
         if intent.kind == "change_time" and not intent.when:
@@ -98,11 +126,22 @@ class Manager:
             if mentions_time(intent.target):
                 text += say("no_match_new", lang)
             return Managed(text, intent.kind, lang)
+        if intent.kind == "next":
+            return self._next(found, lang)
         if len(found) > 1:
-            key = "which" if words(intent.target) else "which_any"
-            head = say(key, lang, n=len(found), words=intent.target)
-            return Managed(_with_lines(head, found, lang), intent.kind, lang, candidates=found)
-        view = found[0]
+            return await self._which(intent, user_id, found,
+                                     timezone if timezone_given else None)
+        return await self._act(intent, user_id, found[0], timezone=timezone,
+                               timezone_given=timezone_given, dry_run=dry_run)
+
+    async def _act(self, intent: Intent, user_id: str, view: JobView, *, timezone: str,
+                   timezone_given: bool, dry_run: bool) -> Managed:
+        """Carry out ``intent`` on the one task it names."""
+        lang = intent.language
+        if intent.kind == "rename":
+            return await self._rename(intent, user_id, view, dry_run)
+        if intent.kind == "skip_next":
+            return await self._skip(intent, user_id, view, timezone, dry_run)
         if intent.kind == "pause":
             return await self._pause(user_id, view, lang, dry_run)
         if intent.kind == "resume":
@@ -127,6 +166,117 @@ class Manager:
             if token is None:
                 break
         return views[:MAX_TASKS_SCANNED]
+
+    async def _which(self, intent: Intent, user_id: str, found: list[JobView],
+                     timezone: str | None) -> Managed:
+        """Several tasks match: list them numbered, with a token that lets the next message
+        pick one by its number."""
+        lang = intent.language
+        key = "which" if words(intent.target) else "which_any"
+        head = say(key, lang, n=len(found), words=intent.target)
+        listed = found[:MAX_CHOICES]
+        text = _with_lines(head, listed, lang)
+        if len(found) > MAX_CHOICES:
+            text += "\n" + say("list_more", lang)
+        now = self.service.clock.now()
+        expires = int(now.timestamp()) + CONFIRM_TTL_SECONDS
+        token = issue(Confirmation(
+            user_id=user_id, intent="choose", job_id="", version=0, expires_at=expires,
+            language=lang, choices=tuple(v.job.job_id for v in listed), asked=intent.kind,
+            when=intent.when, name=intent.name, timezone=timezone),
+            await confirm_key(self.service.store))
+        return Managed(text, intent.kind, lang, candidates=found, token=token,
+                       expires_at=datetime.fromtimestamp(expires, UTC), choice=True)
+
+    async def chosen(self, found: Confirmation, pick: int, user_id: str, *,
+                     dry_run: bool) -> Managed:
+        """The answer to "which one?": the request the token carries, on the task picked."""
+        lang = found.language
+        if pick == LAST:
+            pick = len(found.choices)
+        if not 1 <= pick <= len(found.choices):
+            raise ValidationError(say("pick_range", lang, n=len(found.choices)),
+                                  code="invalid_choice", field="message",
+                                  expected=f"a number from 1 to {len(found.choices)}")
+        try:
+            view = await self.service.get_job(user_id, found.choices[pick - 1])
+        except NotFoundError:
+            raise _stale(say("gone", lang)) from None
+        if view.status == "cancelled":
+            raise _stale(say("gone", lang))
+        intent = Intent(kind=_asked(found), when=found.when, language=lang, name=found.name)
+        timezone = found.timezone or view.job.params.timezone
+        return await self._act(intent, user_id, view, timezone=timezone,
+                               timezone_given=found.timezone is not None, dry_run=dry_run)
+
+    def _next(self, tasks: list[JobView], lang: Language) -> Managed:
+        """The scheduled tasks among ``tasks``, soonest next run first."""
+        upcoming = sorted((v for v in tasks if v.status in ("scheduled", "running")
+                           and v.job.next_run_at is not None),
+                          key=lambda v: (v.job.next_run_at, v.job.job_id))
+        if not upcoming:
+            if len(tasks) == 1:  # the one task the words named
+                view = tasks[0]
+                return Managed(say("next_none_of", lang, name=quoted(view.job.name, lang),
+                                   status=status_word(view.status, lang)), "next", lang,
+                               candidates=tasks)
+            return Managed(say("next_none", lang), "next", lang)
+        shown = upcoming[:MAX_NEXT]
+        lines = [say("next_list", lang), *(next_line(i, v, lang) for i, v in
+                                           enumerate(shown, 1))]
+        return Managed("\n".join(lines), "next", lang, candidates=shown)
+
+    async def _rename(self, intent: Intent, user_id: str, view: JobView,
+                      dry_run: bool) -> Managed:
+        lang = intent.language
+        assert intent.name  # recognise() finds a rename only with its new name
+        name, new = quoted(view.job.name, lang), quoted(intent.name, lang)
+        if intent.name == view.job.name:
+            return Managed(say("same_name", lang, name=name), "rename", lang,
+                           candidates=[view])
+        if dry_run:
+            return Managed(say("would_rename", lang, name=name, new=new) + say("would", lang),
+                           "rename", lang, candidates=[view])
+        renamed = await self.service.update_job(user_id, view.job.job_id,
+                                                JobPatch(name=intent.name))
+        return Managed(say("renamed", lang, name=name, new=new), "rename", lang,
+                       changed=[renamed])
+
+    async def _skip(self, intent: Intent, user_id: str, view: JobView, timezone: str,
+                    dry_run: bool) -> Managed:
+        lang = intent.language
+        job = view.job
+        name = quoted(job.name, lang)
+        if job.params.type != "recurring":
+            return Managed(say("skip_once", lang, name=name), "skip_next", lang,
+                           candidates=[view])
+        if view.status not in ("scheduled", "running") or job.next_run_at is None:
+            return Managed(say("skip_not_scheduled", lang, name=name,
+                               status=status_word(view.status, lang)), "skip_next", lang,
+                           candidates=[view])
+        at = local_time(job.next_run_at, job.params.timezone, lang)
+        if intent.when:
+            day = day_named(intent.when, self.service.clock.now(), timezone)
+            if day is not None and job.next_run_at.astimezone(
+                    ZoneInfo(timezone)).date() != day:
+                return Managed(say("skip_other_day", lang, name=name, next=at,
+                                   day=intent.when), "skip_next", lang, candidates=[view])
+        if dry_run:
+            return Managed(say("would_skip", lang, name=name, at=at) + say("would", lang),
+                           "skip_next", lang, candidates=[view])
+        try:
+            skipped = await self.service.skip_next(user_id, job.job_id)
+        except ConflictError as exc:
+            if exc.code != "run_started":
+                raise
+            return Managed(say("skip_started", lang, name=name, at=at), "skip_next", lang,
+                           candidates=[view])
+        after = skipped.view.job.next_run_at
+        at = local_time(skipped.run.scheduled_at, job.params.timezone, lang)
+        text = (say("skipped_last", lang, name=name, at=at) if after is None else
+                say("skipped", lang, name=name, at=at,
+                    next=local_time(after, job.params.timezone, lang)))
+        return Managed(text, "skip_next", lang, changed=[skipped.view], run=skipped.run)
 
     def _list(self, tasks: list[JobView], lang: Language) -> Managed:
         if not tasks:
@@ -245,7 +395,8 @@ class Manager:
         managed = await self._question(text, "change_time", user_id, view, lang, params)
         return replace(managed, understood=replace(parsed, job_params=params).to_dict())
 
-    async def _question(self, text: str, intent: Confirmable, user_id: str, view: JobView,
+    async def _question(self, text: str, intent: Literal["delete", "change_time"], user_id: str,
+                        view: JobView,
                         lang: Language, params: JobParams | None) -> Managed:
         now = self.service.clock.now()
         expires = int(now.timestamp()) + CONFIRM_TTL_SECONDS
@@ -258,11 +409,12 @@ class Manager:
                        expires_at=datetime.fromtimestamp(expires, UTC))
 
     # --- the answer to a question -------------------------------------------------------
-    async def confirm(self, token: str, user_id: str, *, agreed: bool, dry_run: bool,
-                      language: Language) -> Managed:
-        """Carry out (``agreed``) or drop what ``token`` asked about. A token this server did
-        not give this user, an expired one, or one whose task changed since (a replay
-        included: carrying it out changed the task) is refused and changes nothing."""
+    async def confirm(self, token: str, user_id: str, *, agreed: bool | None,
+                      pick: int | None = None, dry_run: bool, language: Language) -> Managed:
+        """Carry out (``agreed``) or drop what ``token`` asked about; for a "which one?" token,
+        carry its request out on the task numbered ``pick``. A token this server did not give
+        this user, an expired one, or one whose task changed since (a replay included:
+        carrying it out changed the task) is refused and changes nothing."""
         found = verify(token, await confirm_key(self.service.store), user_id=user_id)
         if found is None:
             raise ValidationError(say("invalid", language), code="invalid_confirmation",
@@ -273,10 +425,22 @@ class Manager:
             raise ValidationError(say("expired", lang), code="confirmation_expired",
                                   field="confirm", expected="a confirmation_token less than "
                                   f"{CONFIRM_TTL_SECONDS // 60} minutes old; ask again")
+        if found.intent == "choose":
+            if pick is not None:
+                return await self.chosen(found, pick, user_id, dry_run=dry_run)
+            if agreed is False:
+                return Managed(say("declined", lang), _asked(found), lang)
+            raise ValidationError(say("pick_range", lang, n=len(found.choices)),
+                                  code="invalid_choice", field="message",
+                                  expected=f"a number from 1 to {len(found.choices)}")
+        if agreed is None:
+            raise ValidationError(say("yes_or_no", lang), code="invalid_choice",
+                                  field="message", expected="yes or no")
         view = await self._as_confirmed(user_id, found)
         name = quoted(view.job.name, lang)
         if not agreed:
-            return Managed(say("declined", lang), found.intent, lang, candidates=[view])
+            asked: IntentKind = "delete" if found.intent == "delete" else "change_time"
+            return Managed(say("declined", lang), asked, lang, candidates=[view])
         if found.intent == "delete":
             if dry_run:
                 return Managed(say("would_delete", lang, name=name) + say("would", lang),
@@ -348,6 +512,11 @@ def at_time_of_day(current: JobParams, new: JobParams) -> JobParams | None:
     else:
         return None
     return JobParams("recurring", schedule=schedule, timezone=new.timezone)
+
+
+def _asked(found: Confirmation) -> IntentKind:
+    """The request a "which one?" token carries (signed by us: always a known kind)."""
+    return next((k for k in INTENTS if k == found.asked), "list")
 
 
 def _find(intent: Intent, tasks: list[JobView]) -> list[JobView]:

@@ -16,6 +16,7 @@ user, never a guess: "喝" names "喝水" and "喝咖啡" alike.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import TypeVar
@@ -69,6 +70,8 @@ _EN_NOISE_WORDS = (
 _EN_NOISE = frozenset(_EN_NOISE_WORDS.split())
 _EN_TIME_WORD = re.compile(r"\d+(?:am|pm|h|st|nd|rd|th)?|\d+:\d+")  # "8am", "3rd", "10"
 _WORD = re.compile(rf"[a-z0-9':]+|[{_CJK}]+")
+_CJK_GAP = re.compile(rf"(?<=[{_CJK}])\s+(?=[{_CJK}])")  # "喝 水" is "喝水"
+JOINED = "+"  # marks, in task_words, two neighbouring words written as one ("+standup")
 _TOPIC_WORDS = {  # a news digest is also named by its topic, in each language
     "finance": "finance financial money 財經 财经 金融",
     "technology": "tech technology 科技",
@@ -79,7 +82,7 @@ _TOPIC_WORDS = {  # a news digest is also named by its topic, in each language
 def words(text: str) -> frozenset[str]:
     """The units two texts are compared by: English words, CJK characters and CJK pairs."""
     found: set[str] = set()
-    for token in _WORD.findall(text.lower().translate(_FOLD)):
+    for token in _tokens(text):
         if re.match(rf"[{_CJK}]", token):
             for run in _ZH_NOISE.split(token):
                 found.update(run)
@@ -91,8 +94,20 @@ def words(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(_CJK_GAP.sub("", text.lower().translate(_FOLD)))
+
+
+def _neighbours(text: str) -> list[tuple[str, str]]:
+    """Each two neighbouring English words, noise words included ("check in": "in" names
+    nothing alone, but "checkin" does)."""
+    found = [_stem(t) for t in _tokens(text) if not re.match(rf"[{_CJK}]", t)]
+    return list(itertools.pairwise(w for w in found if w))
+
+
 def task_words(name: str, action: dict[str, object]) -> frozenset[str]:
-    """What a task is called and what it does, as ``words``."""
+    """What a task is called and what it does, as ``words``; plus each two neighbouring
+    English words as one, marked ``JOINED`` ("+standup" for "stand up")."""
     parts = [name]
     for key in ("text", "prompt", "topic"):
         value = action.get(key)
@@ -101,12 +116,20 @@ def task_words(name: str, action: dict[str, object]) -> frozenset[str]:
             parts.append(_TOPIC_WORDS.get(value, "") if key == "topic" else "")
     if action.get("type") == "news_digest":
         parts.append("news digest 新聞 新闻 摘要")
-    return words(" ".join(parts))
+    joined = {JOINED + a + b for part in parts for a, b in _neighbours(part)}
+    return words(" ".join(parts)) | joined
 
 
-def coverage(wanted: frozenset[str], have: frozenset[str]) -> float:
-    """The share of the message's words found in the task."""
-    return len(wanted & have) / len(wanted) if wanted else 0.0
+def coverage(wanted: frozenset[str], have: frozenset[str],
+             neighbours: Sequence[tuple[str, str]] = ()) -> float:
+    """The share of the message's words found in the task: as they are, written together in
+    the task ("standup" in "stand up"), or two of them written as one there ("stand up" in
+    "standup")."""
+    if not wanted:
+        return 0.0
+    found = {w for w in wanted if w in have or JOINED + w in have}
+    found.update(w for a, b in neighbours if a + b in have for w in (a, b))
+    return len(found & wanted) / len(wanted)
 
 
 def best_matches(target: str, tasks: Sequence[tuple[T, frozenset[str]]]) -> list[T]:
@@ -115,13 +138,15 @@ def best_matches(target: str, tasks: Sequence[tuple[T, frozenset[str]]]) -> list
     wanted = words(target)
     if not wanted:
         return [task for task, _ in tasks]
-    scored = [(task, have, coverage(wanted, have)) for task, have in tasks]
+    pairs = _neighbours(target)
+    scored = [(task, have, coverage(wanted, have, pairs)) for task, have in tasks]
     scored = [entry for entry in scored if entry[2] >= MIN_COVERAGE]
     if not scored:
         return []
     top = max(share for _, _, share in scored)
     best = [(task, have) for task, have, share in scored if share == top]
-    exact = [task for task, have in best if have == wanted]
+    exact = [task for task, have in best
+             if {w for w in have if not w.startswith(JOINED)} == wanted]
     return exact if len(exact) == 1 else [task for task, _ in best]
 
 
@@ -129,6 +154,10 @@ def _stem(word: str) -> str:
     word = word.strip("'")
     if word.endswith("'s"):
         word = word[:-2]
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"  # stories -> story
+    if word.endswith(("ches", "shes", "xes", "sses", "zes")):
+        return word[:-2]  # boxes -> box, watches -> watch
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
     return word

@@ -37,14 +37,89 @@ _TEXTS: dict[str, tuple[str, str, str]] = {
         "如果想新增任务，请用时间或“提醒我”开头，例如“每周日凌晨两点提醒我删除旧文件”。",
     ),
     "which": (
-        "{n} tasks match “{words}”; which one? Say more of its name. Nothing was changed.",
-        "有 {n} 個任務符合「{words}」，是哪一個呢？請說出更完整的名稱。沒有做任何變更。",
-        "有 {n} 个任务符合“{words}”，是哪一个呢？请说出更完整的名称。没有做任何更改。",
+        "{n} tasks match “{words}”; which one? Answer with its number (“2”, “the second "
+        "one”) or say more of its name. Nothing was changed.",
+        "有 {n} 個任務符合「{words}」，是哪一個呢？請回答編號（「2」、「第二個」），或說出更完整的"
+        "名稱。沒有做任何變更。",
+        "有 {n} 个任务符合“{words}”，是哪一个呢？请回答编号（“2”、“第二个”），或说出更完整的"
+        "名称。没有做任何更改。",
     ),
     "which_any": (
-        "Which task? You have {n}; say its name. Nothing was changed.",
-        "是哪一個任務呢？你有 {n} 個，請說出名稱。沒有做任何變更。",
-        "是哪一个任务呢？你有 {n} 个，请说出名称。没有做任何更改。",
+        "Which task? You have {n}; answer with its number (“2”, “the second one”) or say "
+        "its name. Nothing was changed.",
+        "是哪一個任務呢？你有 {n} 個，請回答編號（「2」、「第二個」）或說出名稱。沒有做任何變更。",
+        "是哪一个任务呢？你有 {n} 个，请回答编号（“2”、“第二个”）或说出名称。没有做任何更改。",
+    ),
+    "pick_range": (
+        "Answer with a number from 1 to {n}; nothing was changed.",
+        "請回答 1 到 {n} 之間的編號；沒有做任何變更。",
+        "请回答 1 到 {n} 之间的编号；没有做任何更改。",
+    ),
+    "yes_or_no": (
+        "Answer yes or no; nothing was changed.",
+        "請回答「是」或「不要」；沒有做任何變更。",
+        "请回答“是”或“不要”；没有做任何更改。",
+    ),
+    "renamed": (
+        "OK, renamed {name} to {new}.",
+        "好的，已把{name}改名為{new}。",
+        "好的，已把{name}改名为{new}。",
+    ),
+    "same_name": (
+        "{name} is already called that; nothing was changed.",
+        "{name}已經是這個名稱，沒有做任何變更。",
+        "{name}已经是这个名称，没有做任何更改。",
+    ),
+    "would_rename": ("Would rename {name} to {new}.", "將會把{name}改名為{new}。",
+                     "将会把{name}改名为{new}。"),
+    "next_none": (
+        "Nothing is scheduled to run.",
+        "目前沒有排定要執行的任務。",
+        "目前没有排定要执行的任务。",
+    ),
+    "next_none_of": (
+        "{name} has no next run ({status}).",
+        "{name}沒有下一次執行（{status}）。",
+        "{name}没有下一次执行（{status}）。",
+    ),
+    "next_list": (
+        "Next runs:",
+        "接下來的執行：",
+        "接下来的执行：",
+    ),
+    "skipped": (
+        "OK, skipped {name} at {at}; it runs again {next}.",
+        "好的，已跳過{name} {at} 的那次執行，下次執行 {next}。",
+        "好的，已跳过{name} {at} 的那次执行，下次执行 {next}。",
+    ),
+    "skipped_last": (
+        "OK, skipped {name} at {at}; that was its last run.",
+        "好的，已跳過{name} {at} 的那次執行；那是它最後一次。",
+        "好的，已跳过{name} {at} 的那次执行；那是它最后一次。",
+    ),
+    "would_skip": ("Would skip {name} at {at}.", "將會跳過{name} {at} 的那次執行。",
+                   "将会跳过{name} {at} 的那次执行。"),
+    "skip_once": (
+        "{name} runs only once, so there is no next run to skip; pause or delete it instead. "
+        "Nothing was changed.",
+        "{name}只會執行一次，沒有「下一次」可以跳過；請改用暫停或刪除。沒有做任何變更。",
+        "{name}只会执行一次，没有“下一次”可以跳过；请改用暂停或删除。没有做任何更改。",
+    ),
+    "skip_not_scheduled": (
+        "{name} is {status} and has no next run to skip; nothing was changed.",
+        "{name}已經{status}，沒有下一次執行可以跳過；沒有做任何變更。",
+        "{name}已经{status}，没有下一次执行可以跳过；没有做任何更改。",
+    ),
+    "skip_started": (
+        "{name} has already started its run of {at}, so nothing was skipped.",
+        "{name} {at} 的那次執行已經開始，所以沒有跳過任何執行。",
+        "{name} {at} 的那次执行已经开始，所以没有跳过任何执行。",
+    ),
+    "skip_other_day": (
+        "The next run of {name} is {next}, not {day}; only the next run can be skipped. "
+        "Nothing was changed.",
+        "{name}的下一次執行是 {next}，不是{day}；只能跳過下一次執行。沒有做任何變更。",
+        "{name}的下一次执行是 {next}，不是{day}；只能跳过下一次执行。没有做任何更改。",
     ),
     "paused": (
         "OK, paused {name}. Say “resume {plain}” to start it again.",
@@ -175,7 +250,7 @@ _TEXTS: dict[str, tuple[str, str, str]] = {
         "這個確認已經過期，沒有執行任何變更；請再說一次。",
         "这个确认已经过期，没有执行任何更改；请再说一次。",
     ),
-    "next_none": ("none", "無", "无"),
+    "none": ("none", "無", "无"),
     "now": ("now", "立即", "立即"),
 }
 _STATUS: dict[str, tuple[str, str, str]] = {
@@ -213,7 +288,7 @@ def when_words(params: JobParams, language: Language) -> str:
 
 def local_time(instant: datetime | None, timezone: str, language: Language = "en") -> str:
     if instant is None:
-        return say("next_none", language)
+        return say("none", language)
     if instant.tzinfo is None:  # a one-time job's local time without an offset
         instant = instant.replace(tzinfo=ZoneInfo(timezone))
     return instant.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M")
@@ -228,3 +303,11 @@ def task_line(index: int, view: JobView, language: Language) -> str:
         return line + (f", next run {nxt}" if language == "en" else f"，下次 {nxt}")
     state = status_word(view.status, language)
     return line + (f", {state}" if language == "en" else f"，{state}")
+
+
+def next_line(index: int, view: JobView, language: Language) -> str:
+    """One task of a "what's next?" answer: number, name and its next run, local time."""
+    job = view.job
+    at = local_time(job.next_run_at, job.params.timezone, language)
+    zone = f" ({job.params.timezone})" if language == "en" else f"（{job.params.timezone}）"
+    return f"{index}. {quoted(job.name, language)} {at}{zone}"

@@ -61,6 +61,8 @@ class ChangeAction(enum.StrEnum):
     RUN = "run"
     DELETE = "delete"
     REDRIVE = "redrive"
+    SKIP = "skip"  # skip next: the next occurrence marked SKIPPED, the following kept
+    BACKFILL = "backfill"  # past occurrences run now
 
 
 @dataclass(frozen=True)

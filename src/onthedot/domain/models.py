@@ -51,6 +51,11 @@ class JobStatus(enum.StrEnum):
 
 JobType = Literal["immediate", "one-time", "recurring"]
 MisfirePolicy = Literal["run_late", "skip"]
+# What a recurring job does with an occurrence that comes while its previous run still runs
+# (docs/schedules.md, "Overlapping runs"): skip it (the default), run the latest such one as
+# soon as the previous run ends (buffer_one), or run each at its time (allow_all).
+OverlapPolicy = Literal["skip", "buffer_one", "allow_all"]
+OVERLAP_POLICIES: tuple[OverlapPolicy, ...] = ("skip", "buffer_one", "allow_all")
 RunKind = Literal["scheduled", "manual"]
 
 
@@ -118,6 +123,7 @@ class Job:
     misfire_policy: MisfirePolicy = "run_late"
     timeout_seconds: float = 60.0
     idempotency_key: str | None = None
+    overlap_policy: OverlapPolicy = "skip"
     request_hash: str | None = None
     next_run_at: datetime | None = None
     last_run_id: str | None = None

@@ -117,6 +117,10 @@ UPDATE = result_schema({"task": TASK}, ("task",),
 DELETE = result_schema({"deleted": {"const": True}, "task": TASK}, ("deleted", "task"),
                        dry_run=WOULD)
 RUN_NOW = result_schema({"run": RUN}, ("run",), dry_run=WOULD)
+BACKFILL = result_schema({"runs": {"type": "array", "items": {
+    "type": "object", "properties": {"created": {"type": "boolean"}, "run": RUN},
+    "required": ["created", "run"]}}}, ("runs",), dry_run=WOULD)
+SKIP_NEXT = result_schema({"skipped": RUN, "task": TASK}, ("skipped", "task"), dry_run=WOULD)
 LIST_INBOX = result_schema({"items": {"type": "array", "items": INBOX_ITEM},
                             "next_page_token": PAGE_TOKEN}, ("items", "next_page_token"))
 MARK_READ = result_schema({"item": INBOX_ITEM}, ("item",), dry_run=WOULD)

@@ -1,9 +1,9 @@
 """The MCP tools: verbs over the service layer, with hand-written flat schemas.
 
 ``create_task``, ``list_tasks``, ``get_task``, ``update_task``, ``pause_task``, ``resume_task``,
-``delete_task``, ``run_task_now``, and for delivered results ``list_inbox`` and
-``mark_inbox_read``. A task is a job of the REST API (``task_id`` is its ``job_id``) and is
-rendered exactly as ``GET /v1/jobs/{job_id}`` renders it.
+``delete_task``, ``run_task_now``, ``skip_next_run``, ``backfill_task``, and for delivered
+results ``list_inbox`` and ``mark_inbox_read``. A task is a job of the REST API (``task_id``
+is its ``job_id``) and is rendered exactly as ``GET /v1/jobs/{job_id}`` renders it.
 
 Where results go is given flat too: ``notify_inbox`` (default true), ``notify_email``,
 ``notify_webhook`` and ``notify_webhook_format`` become the job's ``notify`` list; on
@@ -53,7 +53,7 @@ from onthedot.nl.parts import Language
 from onthedot.nl.reply import Doing
 from onthedot.schedule import compile_schedule, run_bounded
 from onthedot.schedule.local import load_timezone
-from onthedot.service import JobPatch, JobSpec, JobView
+from onthedot.service import MAX_BACKFILL_RUNS, JobPatch, JobSpec, JobView
 from onthedot.views import InboxItemOut, JobOut, RunOut
 
 T = TypeVar("T")
@@ -153,6 +153,12 @@ def _option_properties(*, on_update: bool) -> dict[str, Any]:
                              "when it fires.", maxLength=2000),
         "misfire_policy": _text("If a run is late (server down): run_late runs it anyway, skip "
                                 f"drops it. {policy}", enum=["run_late", "skip"]),
+        "overlap_policy": _text(
+            "A repeating task whose previous run is still running when the next time comes: "
+            "skip that time, buffer_one (run the latest such time as soon as the previous run "
+            "ends) or allow_all (run each at its time, side by side). "
+            + ("Omitted: unchanged." if on_update else "Default: skip."),
+            enum=["skip", "buffer_one", "allow_all"]),
         "flexible_window_seconds": {
             "type": "integer", "minimum": 0, "maximum": MAX_FLEXIBLE_WINDOW_SECONDS,
             "description": "Let each run start up to this many seconds late (0-3600), at the "
@@ -479,7 +485,8 @@ async def create_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     params = replace(plan.params, flexible_window_seconds=args.get("flexible_window_seconds", 0))
     spec = JobSpec(action=_webhook_action(text, args["webhook_url"]) if choice is None
                    else choice.action, params=params, name=name,
-                   misfire_policy=args.get("misfire_policy", "run_late"), notify=notify)
+                   misfire_policy=args.get("misfire_policy", "run_late"), notify=notify,
+                   overlap_policy=args.get("overlap_policy", "skip"))
     understood = None if plan.parsed is None else replace(plan.parsed, task=text or "")
     out: dict[str, Any] = {"kind": "webhook" if choice is None else choice.kind}
     if understood is not None:
@@ -544,15 +551,18 @@ async def update_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     patch = JobPatch(name=args.get("title"), params=params,
                      action=_changed_action(job.action, job.name, args, caller, timezone),
                      misfire_policy=args.get("misfire_policy"),
+                     overlap_policy=args.get("overlap_policy"),
                      notify=_changed_notify(job.notify, args))
     if patch == JobPatch():
         raise ToolError("update_task got nothing to change", code="missing_argument",
                         field="arguments", expected="at least one of: title, task, kind "
                         "(other than auto), webhook_url, when, schedule, time, in, timezone, "
-                        "misfire_policy, flexible_window_seconds, " + ", ".join(NOTIFY_ARGS))
+                        "misfire_policy, overlap_policy, flexible_window_seconds, "
+                        + ", ".join(NOTIFY_ARGS))
     if caller.dry_run:
         changes = {"name": patch.name, "action": patch.action, "misfire_policy":
-                   patch.misfire_policy, "job_params": params.to_dict() if params else None,
+                   patch.misfire_policy, "overlap_policy": patch.overlap_policy,
+                   "job_params": params.to_dict() if params else None,
                    "notify": patch.notify}
         return {"dry_run": True, "task": _render(view),
                 "would_change": {k: v for k, v in changes.items() if v is not None}}
@@ -595,6 +605,38 @@ async def run_task_now(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
     run = await _mapped(caller.service.run_job_now(caller.user_id, args["task_id"]),
                         _fields(None))
     return {"run": RunOut.of(run).model_dump(mode="json")}
+
+
+async def skip_next_run(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    if caller.dry_run:
+        return await _dry_run(args, caller, "skip the next run")
+    skipped = await _mapped(caller.service.skip_next(caller.user_id, args["task_id"]),
+                            _fields(None))
+    return {"skipped": RunOut.of(skipped.run).model_dump(mode="json"),
+            "task": _render(skipped.view)}
+
+
+async def backfill_task(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    start = _instant(args, "start_time")
+    end = _instant(args, "end_time")
+    if caller.dry_run:
+        return await _dry_run(args, caller, "backfill")
+    done = await _mapped(caller.service.backfill(
+        caller.user_id, args["task_id"], start, end,
+        max_runs=args.get("max_runs", MAX_BACKFILL_RUNS)), _fields(None))
+    return {"runs": [{"created": c, "run": RunOut.of(r).model_dump(mode="json")}
+                     for r, c in zip(done.runs, done.created, strict=True)]}
+
+
+def _instant(args: dict[str, Any], name: str) -> datetime:
+    try:
+        at = datetime.fromisoformat(args[name])
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        raise ToolError(f"{name} is not an ISO 8601 instant with an offset", code="invalid_time",
+                        field=name, expected="e.g. 2026-06-20T00:00:00Z")
+    return at
 
 
 async def list_inbox(args: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -698,6 +740,36 @@ def build_registry(default_timezone: str) -> ToolRegistry:
                         "run (see get_task for its result).",
             input_schema=task_only, annotations=_changes(idempotent=False),
             handler=run_task_now, output_schema=results.RUN_NOW),
+        ToolDef(
+            name="skip_next_run", title="Skip the next run",
+            description="Skip only the next occurrence of a recurring task (\"skip tomorrow's "
+                        "standup\"): that run is marked SKIPPED, the ones after it stay. The "
+                        "task's next_run_at is then the occurrence after. Refused for a "
+                        "one-time task (use pause_task or delete_task) and when the next run "
+                        "has already started.",
+            input_schema=task_only, annotations=_changes(idempotent=False, destructive=True),
+            handler=skip_next_run, output_schema=results.SKIP_NEXT),
+        ToolDef(
+            name="backfill_task", title="Run past occurrences",
+            description="Run now the occurrences of a recurring task that were scheduled "
+                        "between start_time (included) and end_time (excluded), both in the "
+                        "past (\"run yesterday's and today's report that the outage missed\"). "
+                        f"At most max_runs (default and limit {MAX_BACKFILL_RUNS}); more is "
+                        "refused and nothing runs. An occurrence that has a run already keeps "
+                        "it (created: false). The schedule is not changed.",
+            input_schema=_object({
+                "task_id": TASK_ID,
+                "start_time": _text("ISO 8601 instant with an offset, e.g. "
+                                    "2026-06-20T00:00:00Z: the first instant of the range.",
+                                    minLength=1),
+                "end_time": _text("ISO 8601 instant with an offset, not after now: the end of "
+                                  "the range (excluded).", minLength=1),
+                "max_runs": {"type": "integer", "minimum": 1, "maximum": MAX_BACKFILL_RUNS,
+                             "description": "Refuse a range with more occurrences than this. "
+                                            f"Default: {MAX_BACKFILL_RUNS}."}},
+                required=("task_id", "start_time", "end_time")),
+            annotations=_changes(idempotent=True), handler=backfill_task,
+            output_schema=results.BACKFILL),
         ToolDef(
             name="list_inbox", title="List delivered results",
             description="Results of the user's tasks delivered to their inbox: unread first, "

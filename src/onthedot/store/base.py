@@ -28,6 +28,7 @@ from onthedot.domain.delivery import (
     InboxItem,
     WebhookSecret,
 )
+from onthedot.domain.errors import ConflictError
 from onthedot.domain.history import JobChange, RunAttempt
 from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
 
@@ -72,6 +73,16 @@ class JobListQuery:
     limit: int = 20
 
 
+SKIP_ERROR = "skipped on request"  # the error of a run "skip next" marked SKIPPED
+
+
+def skip_refused(run: JobRun) -> ConflictError:
+    """A skip whose run a watcher took between the read and the save."""
+    return ConflictError(f"the next run ({run.scheduled_at.isoformat()}) has already started",
+                         code="run_started", field="status",
+                         expected="a job whose next run has not started yet")
+
+
 @dataclass(frozen=True)
 class JobSave:
     """Replace a job's row and, atomically, its open runs: a compare-and-set on ``job.version``
@@ -81,6 +92,11 @@ class JobSave:
     with ``cancel_manual_runs`` also the extra runs asked for with "run now" (on delete).
     ``insert_run``: inserted if absent; a CANCELLED run with the same id is revived to PENDING
     (pause then resume before the occurrence comes back to the same run id).
+    ``skip_run``: the job's next scheduled run, still PENDING, becomes SKIPPED (error
+    ``SKIP_ERROR``) and gets its RunEvent; when it is no longer PENDING (a watcher took it) the
+    save raises ConflictError ``run_started`` and writes nothing.
+    ``backfill_runs``: extra runs (kind manual) inserted if absent: an instant that has a run
+    already keeps that run as it is.
     ``max_active``: the save makes a finished job active again (a new schedule): it lands only
     while the user has at most this many active jobs with it, counted under the per-user lock
     creates take; otherwise ``job_save`` raises QuotaError and writes nothing.
@@ -90,6 +106,8 @@ class JobSave:
     cancel_open_runs: bool = False
     cancel_manual_runs: bool = False
     insert_run: JobRun | None = None
+    skip_run: JobRun | None = None
+    backfill_runs: tuple[JobRun, ...] = ()
     change: JobChange | None = None  # the job's history entry, written only with the change
     max_active: int | None = None  # the user's active-job quota; None: not checked
 

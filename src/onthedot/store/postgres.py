@@ -78,6 +78,7 @@ from onthedot.domain.ids import bucket_start, scheduled_at_of
 from onthedot.domain.models import Job, JobRun, RunEvent, RunStatus
 from onthedot.store.base import (
     OLDEST_DUE_ENQUEUED_CAP,
+    SKIP_ERROR,
     ApiToken,
     ApplyResult,
     ClaimedRun,
@@ -98,6 +99,7 @@ from onthedot.store.base import (
     RunFinish,
     RunRetry,
     ShardLease,
+    skip_refused,
 )
 from onthedot.store.codec import (
     dump_output,
@@ -518,8 +520,17 @@ class PostgresStore(SharedReads):
                     "job_id": save.job.job_id, "now": save.job.updated_at,
                     "include_manual": save.cancel_manual_runs,
                 })
+            if save.skip_run is not None:
+                skip = save.skip_run
+                cur = await conn.execute(Q["run_skip"], {
+                    "run_id": skip.run_id, "scheduled_at": skip.scheduled_at,
+                    "error": SKIP_ERROR, "now": save.job.updated_at})
+                if cur.rowcount != 1:
+                    raise skip_refused(skip)  # rolls the whole save back
             if save.insert_run is not None:
                 await self._insert_or_revive(conn, save.insert_run)
+            for run in save.backfill_runs:
+                await self._insert_run(conn, run)
             if save.change is not None:
                 await conn.execute(Q["job_change_insert"], _change_params(save.change))
             return replace(save.job, version=int(row["version"]))
@@ -1330,7 +1341,7 @@ def _job_params(job: Job) -> dict[str, Any]:
 _JOB_COLUMNS = ("job_id", "user_id", "name", "action", "job_type", "schedule", "run_time",
                 "timezone", "status", "retry_policy", "misfire_policy", "timeout_seconds",
                 "idempotency_key", "request_hash", "next_run_at", "last_run_id", "created_at",
-                "updated_at", "notify_channels", "flexible_window_seconds")
+                "updated_at", "notify_channels", "flexible_window_seconds", "overlap_policy")
 _RUN_COLUMNS = ("r_run_id", "r_time_bucket", "r_shard", "r_scheduled_at", "r_kind", "r_status",
                 "r_attempt", "r_behind", "r_notify")
 _NO_RUN = (None,) * len(_RUN_COLUMNS)
@@ -1356,7 +1367,8 @@ def _job_values(job: Job) -> tuple[Any, ...]:
             job.status.value, json.dumps(job.retry_policy.to_dict()), job.misfire_policy,
             float(job.timeout_seconds), job.idempotency_key, job.request_hash,
             job.next_run_at, job.last_run_id, job.created_at, job.updated_at,
-            json.dumps(job.notify, ensure_ascii=False), int(job.params.flexible_window_seconds))
+            json.dumps(job.notify, ensure_ascii=False), int(job.params.flexible_window_seconds),
+            job.overlap_policy)
 
 
 def _first_run_values(run: JobRun | None, now: datetime) -> tuple[Any, ...]:

@@ -44,6 +44,7 @@ from onthedot.domain.models import (
 )
 from onthedot.store.base import (
     OLDEST_DUE_ENQUEUED_CAP,
+    SKIP_ERROR,
     ApiToken,
     ApplyResult,
     ClaimedRun,
@@ -64,6 +65,7 @@ from onthedot.store.base import (
     RunFinish,
     RunRetry,
     ShardLease,
+    skip_refused,
 )
 from onthedot.store.codec import (
     dump_output,
@@ -188,8 +190,17 @@ class SqliteStore(SharedReads):
                     "job_id": save.job.job_id, "now": ts(save.job.updated_at),
                     "include_manual": int(save.cancel_manual_runs),
                 })
+            if save.skip_run is not None:
+                skip = save.skip_run
+                if c.execute(Q["run_skip"], {"run_id": skip.run_id, "error": SKIP_ERROR,
+                                             "now": ts(save.job.updated_at)}).rowcount != 1:
+                    raise skip_refused(skip)  # rolls the whole save back
+                _append_event(c, skip.job_id, skip.run_id, RunStatus.SKIPPED,
+                              save.job.updated_at)
             if save.insert_run is not None:
                 self._insert_or_revive(c, save.insert_run)
+            for run in save.backfill_runs:
+                self._insert_run(c, run)
             if save.change is not None:
                 c.execute(Q["job_change_insert"], change_params(save.change))
             if save.max_active is not None and save.job.status in ACTIVE:

@@ -1,18 +1,21 @@
 """The recurring watcher: reads terminal RunEvents in order and schedules what comes next.
 
 For each event, from a durable cursor: a recurring job that is still scheduled gets its next
-run (deterministic run id, insert-if-absent), computed after max(this occurrence, now) so missed
-occurrences coalesce into the one late run; a one-time or immediate job becomes completed or
-failed, once none of its runs is open (a run-now included; a time changed while a run was
-running, or a redrive, opens another), with the outcome of the last run to end. Events are
-applied in batches (consecutive events, a job at most once in each): the store applies a
-batch's decisions and advances the cursor in one transaction guarded by the cursor's old
-position, with one statement per step for the whole batch, so an event processed twice (or a
-crash between insert and cursor advance) has its effect exactly once. Each decision is also
-guarded by its job's version: when a pause, delete or schedule change lands between reading
-the job and applying, the batch is applied up to that event, which alone is decided again
-from the new state; the rest of the batch follows. The next run is inserted only while
-the job has no other open scheduled run (a resume or a schedule change may have inserted one).
+run (deterministic run id, insert-if-absent), computed after max(this occurrence, now), so the
+occurrences that came while this run ran are not run (overlap policy ``skip``); with
+``buffer_one`` the latest of them runs at once instead (``latest_missed``), and with
+``allow_all`` the worker that started this run has already inserted the next one (the store
+then inserts nothing here: it never adds a second open run); a one-time or immediate job
+becomes completed or failed, once none of its runs is open (a run-now included; a time changed
+while a run was running, or a redrive, opens another), with the outcome of the last run to end.
+Events are applied in batches (consecutive events, a job at most once in each): the store
+applies a batch's decisions and advances the cursor in one transaction guarded by the cursor's
+old position, with one statement per step for the whole batch, so an event processed twice (or
+a crash between insert and cursor advance) has its effect exactly once. Each decision is also
+guarded by its job's version: when a pause, delete or schedule change lands between reading the
+job and applying, the batch is applied up to that event, which alone is decided again from the
+new state; the rest of the batch follows. The next run is inserted only while the job has no
+other open scheduled run (a resume or a schedule change may have inserted one).
 Only the first live member of the group works; the others stand by.
 """
 
@@ -129,7 +132,12 @@ class RecurringWatcher:
                 # An extra run now changes nothing about the schedule; paused or deleted: no
                 # next run.
                 return keep
-            next_run = await self.next_run(job, max(run.scheduled_at, self.clock.now()))
+            now = self.clock.now()
+            missed = (await latest_missed(job, run.scheduled_at, now)
+                      if job.overlap_policy == "buffer_one" else None)
+            next_run = (JobRun.pending(job.job_id, missed, self.settings.shards)
+                        if missed is not None
+                        else await self.next_run(job, max(run.scheduled_at, now)))
             if next_run is None:
                 return replace(keep, job_status=JobStatus.COMPLETED, set_next_run_at=True)
             return replace(keep, insert_run=next_run, next_run_at=next_run.scheduled_at,
@@ -161,6 +169,23 @@ class RecurringWatcher:
             await self.store.members_leave(CONSUMER, self.member_id)
         except Exception:
             log.warning("could not leave the recurring group cleanly", exc_info=True)
+
+
+MAX_MISSED_STEPS = 10_000  # occurrences latest_missed walks through (a minute's for a week)
+
+
+async def latest_missed(job: Job, after: datetime, now: datetime) -> datetime | None:
+    """The latest occurrence of ``job`` after ``after`` and at or before ``now`` (the one
+    ``buffer_one`` runs late), or None when none came. After MAX_MISSED_STEPS occurrences the
+    one reached is taken: still one late run, a little older than the latest."""
+    found = None
+    at = await job_next_after(job, after)
+    for _ in range(MAX_MISSED_STEPS):
+        if at is None or at > now:
+            break
+        found = at
+        at = await job_next_after(job, at)
+    return found
 
 
 def one_event_per_job(events: list[RunEvent]) -> list[RunEvent]:

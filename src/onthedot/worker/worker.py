@@ -6,6 +6,10 @@ Per delivery::
       |-- claim refused: finished/cancelled/retrying -> ack (a duplicate; never re-run here)
       |                  held by a live worker -> nack until its lease ends (takeover on time)
       v
+    a recurring job with overlap policy allow_all: its next run is saved now (worker.overlap),
+    so it starts at its time even while this one runs; every other next run is the recurring
+    watcher's, from this run's terminal event
+      v
     heartbeat every visibility_timeout / 3 (store lease, then queue visibility) while the action
     runs and while its result is recorded: one store write per beat for all the runs this
     process holds (worker/heartbeat.py)
@@ -56,6 +60,7 @@ from onthedot.metrics import Metrics
 from onthedot.queue.base import Delivery, Queue
 from onthedot.store.base import RunClaim, RunFinish, RunRetry, Store
 from onthedot.worker.heartbeat import Heartbeats
+from onthedot.worker.overlap import schedule_next, schedules_at_start
 
 log = logging.getLogger("onthedot.worker")
 
@@ -238,6 +243,8 @@ class Worker:
             await self._finish_failed(run, token, delivery,
                                       f"gave up after {run.attempt - 1} unfinished attempts")
             return
+        if schedules_at_start(job, run):  # overlap policy allow_all: see worker.overlap
+            await schedule_next(self.store, job, run, self.clock.now(), self.settings.shards)
         self.metrics.attempts.inc()
         if run.attempt == 1:
             # First attempts only: a retry starts late on purpose (its backoff).

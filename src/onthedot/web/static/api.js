@@ -40,6 +40,11 @@ export function newKey() {
   return `web-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
+// GET answers that carry an ETag, by URL: the next poll sends it back as If-None-Match, and an
+// unchanged list comes back as a bodiless 304 (GET /v1/jobs).
+const remembered = new Map();
+const REMEMBERED_MAX = 50;
+
 export async function api(method, path, { body, key, query } = {}) {
   const headers = { Accept: "application/json, application/problem+json" };
   const bearer = token();
@@ -54,6 +59,8 @@ export async function api(method, path, { body, key, query } = {}) {
     }
     if ([...params].length) url += `?${params}`;
   }
+  const known = method === "GET" ? remembered.get(url) : undefined;
+  if (known) headers["If-None-Match"] = known.etag;
   let response;
   try {
     response = await fetch(url, {
@@ -64,8 +71,15 @@ export async function api(method, path, { body, key, query } = {}) {
     throw new ApiError(0, { code: "network", detail: String(error) });
   }
   if (response.status === 204) return null;
+  if (response.status === 304 && known) return known.data;
   const data = await response.json().catch(() => null);
   if (!response.ok) throw new ApiError(response.status, data);
+  const etag = method === "GET" ? response.headers.get("ETag") : null;
+  if (etag) {
+    remembered.delete(url);
+    remembered.set(url, { etag, data });
+    if (remembered.size > REMEMBERED_MAX) remembered.delete(remembered.keys().next().value);
+  }
   return data;
 }
 

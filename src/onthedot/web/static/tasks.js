@@ -23,6 +23,17 @@ const FORM_FIELDS = {
   "action.topic": "f-topic",
   "action.language": "f-digest-language",
 };
+// Problem fields of PATCH /v1/jobs/{id} -> the edit dialog's control that holds them.
+const EDIT_FIELDS = {
+  "name": "e-name",
+  "job_params.time": "e-time",
+  "job_params.schedule": "e-schedule",
+  "job_params.timezone": "e-timezone",
+  "action.text": "e-text",
+  "action.url": "e-url",
+  "action.topic": "e-topic",
+  "action.prompt": "e-prompt",
+};
 const $ = (id) => document.getElementById(id);
 
 /** A task's schedule in the page's language: "every day at 08:00 (Asia/Taipei)". The words of a
@@ -47,6 +58,17 @@ function problemText(error) {
     : error.message;
 }
 
+/** An ISO instant as a datetime-local value ("2026-06-23T09:00") in ``zone``. */
+function localInput(iso, zone) {
+  const instant = new Date(iso);
+  if (Number.isNaN(instant.getTime())) return iso.slice(0, 16);
+  const parts = Object.fromEntries(new Intl.DateTimeFormat("en-CA", {
+    timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit",
+    minute: "2-digit", hourCycle: "h23",
+  }).formatToParts(instant).map((p) => [p.type, p.value]));
+  return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}`;
+}
+
 /** job_params without the null members a response carries. */
 function paramsBody(params) {
   return Object.fromEntries(Object.entries(params).filter(([, v]) => v !== null));
@@ -60,6 +82,7 @@ export class TasksView {
     this.jobs = [];
     this.runStates = new Map(); // job_id -> [run_id, status] seen on the last refresh
     this.selected = null;
+    this.editing = null; // the job the edit dialog is open for
     this.runsLimit = PAGE;
     this.preview = null;
     this.formKey = newKey();
@@ -109,6 +132,15 @@ export class TasksView {
       if (job) this.act(button.dataset.act, job, button);
     });
     $("details-close").addEventListener("click", () => this.closeDetails());
+    $("edit-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.saveEdit();
+    });
+    $("edit-cancel").addEventListener("click", () => this.closeEdit());
+    $("edit").addEventListener("cancel", (e) => {
+      e.preventDefault();
+      this.closeEdit();
+    });
     $("runs-more").addEventListener("click", () => {
       this.runsLimit += PAGE;
       this.app.refreshSoon();
@@ -329,15 +361,117 @@ export class TasksView {
     const button = (act, cls = "") => h("button", { type: "button", "data-act": act, class: cls },
       t(`act.${act}`), hidden(` “${job.name}”`));
     const list = [];
-    if (job.status === "scheduled" || job.status === "running") list.push(button("pause"));
+    const active = job.status === "scheduled" || job.status === "running";
+    if (active) list.push(button("pause"));
+    // Only the next occurrence of a repeating task; its run list then shows it SKIPPED.
+    if (active && job.job_params.type === "recurring" && job.next_run_at) {
+      list.push(button("skip-next"));
+    }
     if (job.status === "paused") list.push(button("resume"));
-    if (job.status !== "cancelled") list.push(button("run"), button("delete", "danger"));
+    if (job.status !== "cancelled") {
+      list.push(button("edit"), button("run"), button("delete", "danger"));
+    }
     return list;
+  }
+
+  // --- editing a task where it is listed -----------------------------------------------
+  openEdit(job) {
+    this.editing = job;
+    const params = job.job_params;
+    const action = job.action;
+    $("edit-title").textContent = t("edit.title", { name: job.name });
+    $("e-name").value = job.name;
+    $("e-schedule").value = params.schedule ?? "";
+    // A one-time job's time as a wall time in its own timezone (datetime-local has no zone).
+    $("e-time").value = params.time ? localInput(params.time, params.timezone) : "";
+    $("e-timezone").value = params.timezone;
+    $("e-text").value = action.text ?? "";
+    $("e-url").value = action.url ?? "";
+    $("e-topic").value = action.topic ?? "finance";
+    $("e-prompt").value = action.prompt ?? "";
+    const channels = job.notify ?? [];
+    $("e-inbox").checked = channels.some((c) => c.channel === "inbox");
+    $("e-email").value = channels.find((c) => c.channel === "email")?.to ?? "";
+    $("e-hook").value = channels.find((c) => c.channel === "webhook")?.url ?? "";
+    for (const field of $("edit-form").querySelectorAll("[data-for]")) {
+      this.enable(field, field.dataset.for === params.type);
+    }
+    for (const field of $("edit-form").querySelectorAll("[data-action]")) {
+      this.enable(field, field.dataset.action === action.type);
+    }
+    for (const el of $("edit-form").querySelectorAll("[aria-invalid]")) {
+      this.setError(el, "edit-error", "");
+    }
+    $("edit-error").textContent = "";
+    $("edit").showModal();
+    $("e-name").focus();
+  }
+
+  closeEdit() {
+    const job = this.editing;
+    this.editing = null;
+    $("edit").close();
+    const row = [...$("task-rows").children].find((el) => el.dataset.key === job?.job_id);
+    (row?.querySelector("[data-act=edit]") ?? this.heading()).focus();
+  }
+
+  editBody(job) {
+    const params = { ...paramsBody(job.job_params), timezone: $("e-timezone").value.trim() };
+    if (params.type === "recurring") params.schedule = $("e-schedule").value.trim();
+    if (params.type === "one-time") {
+      params.time = $("e-time").value ? `${$("e-time").value}:00` : "";
+    }
+    const action = { ...job.action };  // secret headers come back as "***": the server keeps them
+    if (action.type === "message") action.text = $("e-text").value;
+    if (action.type === "webhook") action.url = $("e-url").value.trim();
+    if (action.type === "news_digest") action.topic = $("e-topic").value;
+    if (action.type === "prompt") action.prompt = $("e-prompt").value;
+    const notify = [];
+    if ($("e-inbox").checked) notify.push({ channel: "inbox" });
+    const email = $("e-email").value.trim();
+    if (email) notify.push({ channel: "email", to: email });
+    const hook = $("e-hook").value.trim();
+    if (hook) {
+      const old = (job.notify ?? []).find((c) => c.channel === "webhook");
+      notify.push(old && old.url === hook ? old : { channel: "webhook", url: hook });
+    }
+    return { name: $("e-name").value.trim(), job_params: params, action, notify };
+  }
+
+  async saveEdit() {
+    const job = this.editing;
+    if (!job) return;
+    for (const el of $("edit-form").querySelectorAll("[aria-invalid]")) {
+      this.setError(el, "edit-error", "");
+    }
+    $("edit-error").textContent = "";
+    await whileBusy($("edit-save"), async () => {
+      try {
+        const saved = await api("PATCH", `v1/jobs/${encodeURIComponent(job.job_id)}`,
+          { body: this.editBody(job) });
+        this.closeEdit();
+        this.app.notify(t("done.edit", { name: saved.name }));
+        await this.app.refreshSoon();
+      } catch (error) {
+        if (this.app.handled(error)) return;
+        const control = $(EDIT_FIELDS[error.field] ?? "") ?? null;
+        if (control) {
+          this.setError(control, "edit-error", problemText(error));
+          control.focus();
+        } else {
+          $("edit-error").textContent = problemText(error);
+        }
+      }
+    });
   }
 
   async act(act, job, button) {
     if (act === "open") {
       this.openDetails(job);
+      return;
+    }
+    if (act === "edit") {
+      this.openEdit(job);
       return;
     }
     if (act === "delete") {

@@ -12,12 +12,12 @@ WITH new_job AS (
     INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone,
                       status, retry_policy, misfire_policy, timeout_seconds, idempotency_key,
                       request_hash, next_run_at, last_run_id, created_at, updated_at, notify,
-                      flexible_window_seconds)
+                      flexible_window_seconds, overlap_policy)
     VALUES (%(job_id)s, %(user_id)s, %(name)s, %(action)s::jsonb, %(job_type)s, %(schedule)s,
             %(run_time)s, %(timezone)s, %(status)s, %(retry_policy)s::jsonb,
             %(misfire_policy)s, %(timeout_seconds)s, %(idempotency_key)s, %(request_hash)s,
             %(next_run_at)s, %(last_run_id)s, %(created_at)s, %(updated_at)s,
-            %(notify_channels)s::jsonb, %(flexible_window_seconds)s)
+            %(notify_channels)s::jsonb, %(flexible_window_seconds)s, %(overlap_policy)s)
     ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING job_id
 ), new_run AS (
@@ -59,7 +59,8 @@ WITH input AS (
         %(timeout_seconds)b::float8[], %(idempotency_key)b::text[], %(request_hash)b::text[],
         %(next_run_at)b::timestamptz[], %(last_run_id)b::text[], %(created_at)b::timestamptz[],
         %(updated_at)b::timestamptz[], %(notify_channels)b::text[],
-        %(flexible_window_seconds)b::integer[], %(r_run_id)b::text[], %(r_time_bucket)b::bigint[],
+        %(flexible_window_seconds)b::integer[], %(overlap_policy)b::text[],
+        %(r_run_id)b::text[], %(r_time_bucket)b::bigint[],
         %(r_shard)b::integer[], %(r_scheduled_at)b::timestamptz[], %(r_kind)b::text[],
         %(r_status)b::text[], %(r_attempt)b::integer[], %(r_behind)b::boolean[],
         %(r_notify)b::boolean[]
@@ -67,17 +68,17 @@ WITH input AS (
         job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
         retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
         next_run_at, last_run_id, created_at, updated_at, notify_channels,
-        flexible_window_seconds, r_run_id, r_time_bucket, r_shard, r_scheduled_at, r_kind,
+        flexible_window_seconds, overlap_policy, r_run_id, r_time_bucket, r_shard, r_scheduled_at, r_kind,
         r_status, r_attempt, r_behind, r_notify)
 ), new_jobs AS (
     INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone,
                       status, retry_policy, misfire_policy, timeout_seconds, idempotency_key,
                       request_hash, next_run_at, last_run_id, created_at, updated_at, notify,
-                      flexible_window_seconds)
+                      flexible_window_seconds, overlap_policy)
     SELECT job_id, user_id, name, action::jsonb, job_type, schedule, run_time, timezone,
            status, retry_policy::jsonb, misfire_policy, timeout_seconds, idempotency_key,
            request_hash, next_run_at, last_run_id, created_at, updated_at,
-           notify_channels::jsonb, flexible_window_seconds
+           notify_channels::jsonb, flexible_window_seconds, overlap_policy
     FROM input
     ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING job_id
@@ -148,7 +149,8 @@ SET name = %(name)s, action = %(action)s::jsonb, job_type = %(job_type)s,
     misfire_policy = %(misfire_policy)s, timeout_seconds = %(timeout_seconds)s,
     next_run_at = %(next_run_at)s, last_run_id = %(last_run_id)s, updated_at = %(updated_at)s,
     notify = %(notify_channels)s::jsonb,
-    flexible_window_seconds = %(flexible_window_seconds)s, version = version + 1
+    flexible_window_seconds = %(flexible_window_seconds)s,
+    overlap_policy = %(overlap_policy)s, version = version + 1
 WHERE job_id = %(job_id)s AND user_id = %(user_id)s AND version = %(version)s
 RETURNING version
 
@@ -156,6 +158,18 @@ RETURNING version
 UPDATE job_runs SET status = 'CANCELLED', finished_at = %(now)s
 WHERE job_id = %(job_id)s AND (kind = 'scheduled' OR %(include_manual)s)
   AND status IN ('PENDING', 'ENQUEUED', 'RETRYING')
+
+-- name: run_skip
+-- "skip next": the job's next run, only while no watcher has taken it (job_save, skip_run), and
+-- its RunEvent in the same statement.
+WITH skipped AS (
+    UPDATE job_runs SET status = 'SKIPPED', finished_at = %(now)s, error = %(error)s
+    WHERE run_id = %(run_id)s AND scheduled_at = %(scheduled_at)s
+      AND status = 'PENDING' AND kind = 'scheduled'
+    RETURNING job_id, run_id
+)
+INSERT INTO run_events (job_id, run_id, status, emitted_at)
+SELECT job_id, run_id, 'SKIPPED', %(now)s FROM skipped
 
 -- name: run_insert
 INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,
@@ -1219,7 +1233,8 @@ SELECT claimed.*,
        job.request_hash AS j_request_hash, job.next_run_at AS j_next_run_at,
        job.last_run_id AS j_last_run_id, job.created_at AS j_created_at,
        job.updated_at AS j_updated_at, job.version AS j_version, job.notify AS j_notify,
-       job.flexible_window_seconds AS j_flexible_window_seconds
+       job.flexible_window_seconds AS j_flexible_window_seconds,
+       job.overlap_policy AS j_overlap_policy
 FROM claimed LEFT JOIN job ON job.job_id = claimed.job_id
 
 -- name: runs_retry

@@ -30,7 +30,10 @@ CREATE TABLE jobs (
     notify          jsonb NOT NULL DEFAULT '[{"channel": "inbox"}]'::jsonb, -- channels (0004)
     flexible_window_seconds integer NOT NULL DEFAULT 0      -- 0 = exact (0005)
                     CONSTRAINT jobs_flexible_window_range
-                    CHECK (flexible_window_seconds BETWEEN 0 AND 3600)
+                    CHECK (flexible_window_seconds BETWEEN 0 AND 3600),
+    overlap_policy  text NOT NULL DEFAULT 'skip'    -- (0010)
+                    CONSTRAINT jobs_overlap_policy_check
+                    CHECK (overlap_policy IN ('skip', 'buffer_one', 'allow_all'))
 );
 CREATE INDEX jobs_by_user ON jobs (user_id, job_id);
 CREATE UNIQUE INDEX jobs_idempotency ON jobs (user_id, idempotency_key)
@@ -255,7 +258,7 @@ CREATE TABLE job_changes (
     actor      text NOT NULL,
     channel    text CHECK (channel IS NULL OR channel IN ('api', 'mcp', 'chat', 'cli')),
     action     text NOT NULL CHECK (action IN ('update', 'pause', 'resume', 'run', 'delete',
-                                               'redrive')),
+                                               'redrive', 'skip', 'backfill')),
     details    jsonb NOT NULL,
     changed_at timestamptz NOT NULL
 );

@@ -4,11 +4,11 @@
 INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
                   retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
                   next_run_at, last_run_id, created_at, updated_at, notify,
-                  flexible_window_seconds)
+                  flexible_window_seconds, overlap_policy)
 VALUES (:job_id, :user_id, :name, :action, :job_type, :schedule, :run_time, :timezone, :status,
         :retry_policy, :misfire_policy, :timeout_seconds, :idempotency_key, :request_hash,
         :next_run_at, :last_run_id, :created_at, :updated_at, :notify_channels,
-        :flexible_window_seconds)
+        :flexible_window_seconds, :overlap_policy)
 ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 
 -- name: job_by_idempotency_key
@@ -20,7 +20,7 @@ SELECT * FROM jobs WHERE user_id = :user_id AND idempotency_key = :idempotency_k
 INSERT INTO jobs (job_id, user_id, name, action, job_type, schedule, run_time, timezone, status,
                   retry_policy, misfire_policy, timeout_seconds, idempotency_key, request_hash,
                   next_run_at, last_run_id, created_at, updated_at, notify,
-                  flexible_window_seconds)
+                  flexible_window_seconds, overlap_policy)
 SELECT json_extract(value, '$.job_id'), json_extract(value, '$.user_id'),
        json_extract(value, '$.name'), json_extract(value, '$.action'),
        json_extract(value, '$.job_type'), json_extract(value, '$.schedule'),
@@ -31,7 +31,8 @@ SELECT json_extract(value, '$.job_id'), json_extract(value, '$.user_id'),
        json_extract(value, '$.next_run_at'), json_extract(value, '$.last_run_id'),
        json_extract(value, '$.created_at'), json_extract(value, '$.updated_at'),
        json_extract(value, '$.notify_channels'),
-       json_extract(value, '$.flexible_window_seconds')
+       json_extract(value, '$.flexible_window_seconds'),
+       json_extract(value, '$.overlap_policy')
 FROM json_each(:jobs)
 WHERE true
 ON CONFLICT (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -70,7 +71,7 @@ SET name = :name, action = :action, job_type = :job_type, schedule = :schedule,
     misfire_policy = :misfire_policy, timeout_seconds = :timeout_seconds,
     next_run_at = :next_run_at, last_run_id = :last_run_id, updated_at = :updated_at,
     notify = :notify_channels, flexible_window_seconds = :flexible_window_seconds,
-    version = version + 1
+    overlap_policy = :overlap_policy, version = version + 1
 WHERE job_id = :job_id AND user_id = :user_id AND version = :version
 RETURNING version
 
@@ -78,6 +79,11 @@ RETURNING version
 UPDATE job_runs SET status = 'CANCELLED', finished_at = :now
 WHERE job_id = :job_id AND (kind = 'scheduled' OR :include_manual)
   AND status IN ('PENDING', 'ENQUEUED', 'RETRYING')
+
+-- name: run_skip
+-- "skip next": the job's next run, only while no watcher has taken it (job_save, skip_run).
+UPDATE job_runs SET status = 'SKIPPED', finished_at = :now, error = :error
+WHERE run_id = :run_id AND status = 'PENDING' AND kind = 'scheduled'
 
 -- name: run_insert
 INSERT INTO job_runs (run_id, job_id, time_bucket, shard, scheduled_at, kind, status, attempt,

@@ -28,6 +28,8 @@ CREATE TABLE jobs (
     notify          TEXT NOT NULL DEFAULT '[{"channel": "inbox"}]', -- JSON: channels (0004)
     flexible_window_seconds INTEGER NOT NULL DEFAULT 0   -- 0 = exact (0005)
                     CHECK (flexible_window_seconds BETWEEN 0 AND 3600),
+    overlap_policy  TEXT NOT NULL DEFAULT 'skip'     -- (0010)
+                    CHECK (overlap_policy IN ('skip', 'buffer_one', 'allow_all')),
     CHECK (job_type <> 'recurring' OR schedule IS NOT NULL),
     CHECK (job_type <> 'one-time' OR run_time IS NOT NULL)
 );
@@ -218,7 +220,7 @@ CREATE TABLE job_changes (
     actor      TEXT NOT NULL,
     channel    TEXT CHECK (channel IS NULL OR channel IN ('api', 'mcp', 'chat', 'cli')),
     action     TEXT NOT NULL CHECK (action IN ('update', 'pause', 'resume', 'run', 'delete',
-                                               'redrive')),
+                                               'redrive', 'skip', 'backfill')),
     details    TEXT NOT NULL,                       -- JSON object
     changed_at TEXT NOT NULL
 );

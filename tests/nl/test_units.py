@@ -107,7 +107,7 @@ def test_language_codes() -> None:
         # A quarter's days are said so that the sentence reads back to the same schedule.
         ("0 9 1 1,4,7,10 *", "on the 1st of every quarter at 09:00",
          "每季1日 09:00", "每季1日 09:00"),
-        ("0 9 15 2,5,8,11 *", "on day 15 of February, May, August and November at 09:00",
+        ("0 9 15 2,5,8,11 *", "every year on day 15 of February, May, August and November at 09:00",
          "每年2、5、8、11月的15日 09:00", "每年2、5、8、11月的15日 09:00"),
         ("RRULE:FREQ=MONTHLY;BYMONTH=3,6,9,12;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1;BYHOUR=18;"
          "BYMINUTE=0;BYSECOND=0", "on the last working day of every quarter at 18:00",

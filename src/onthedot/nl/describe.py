@@ -161,10 +161,8 @@ def _cron(fields: list[str], language: Language) -> str:
             return f"on {_and([_en_ordinal(d) for d in days])} of every month at {at}"
         return f"每月{'、'.join(map(str, days))}日 {at}"
     months = _numbers(month)
-    if len(months) == 1:
+    if len(months) == 1 and len(days) == 1:
         m = months[0]
-        if len(days) != 1:
-            raise ValueError(dom)
         if en:
             return f"every year on {days[0]} {_EN_MONTHS[m - 1]} at {at}"
         return f"每年{m}月{days[0]}日 {at}"
@@ -172,7 +170,7 @@ def _cron(fields: list[str], language: Language) -> str:
 
 
 def _in_months(months: list[int], days: list[int], at: str, language: Language) -> str:
-    """on day 1 of January, April, July and October at 09:00 / 1、4、7、10月的1日 09:00; a
+    """every year on day 1 of January and April at 09:00 / 每年1、4月的1日 09:00; a
     quarter's first days and last day said as such ("on the 1st of every quarter", 每季1日),
     so that the sentence reads back to the same schedule."""
     quarter = (months == [1, 4, 7, 10] and all(d > 0 for d in days)) or (
@@ -187,7 +185,7 @@ def _in_months(months: list[int], days: list[int], at: str, language: Language) 
     if language == "en":
         names = [_EN_MONTHS[m - 1] for m in months]
         which = "the last day" if days == [-1] else f"{_day_word(days)} {_and(days)}"
-        return f"on {which} of {_and(names)} at {at}"
+        return f"every year on {which} of {_and(names)} at {at}"
     which = zh_word("last_day", language) if days == [-1] else "、".join(map(str, days)) + "日"
     return f"每年{'、'.join(map(str, months))}月的{which} {at}"
 

@@ -150,6 +150,29 @@ _MESSAGES: dict[str, tuple[str, str, str, str]] = {
         "“{field}”：单次任务只能有一个时间；同一天要提醒几次，请分别创建，或改成重复（例如“每天早上九点和下午三点”）。",
         "one time for a one-time task, or a repeating one such as every day at 9am and 3pm",
     ),
+    "several_dates": (
+        "“{field}”: one task runs once, on one date; for several dates, create one task per "
+        "date, or make it repeat (e.g. “every year on 1 January and 1 July at 9am”).",
+        "「{field}」：單次任務只能有一個日期；要在幾個日期執行，請分別建立，或改成重複（例如「每年1月1日和7月1日早上九點」）。",
+        "“{field}”：单次任务只能有一个日期；要在几个日期执行，请分别创建，或改成重复（例如“每年1月1日和7月1日早上九点”）。",
+        "one date for a one-time task, or a repeating one such as every year on 1 January and "
+        "1 July",
+    ),
+    "yearly_days": (
+        "“{field}”: dates on different days of the month are not read as one yearly schedule; "
+        "create one task per date (e.g. “every year on 15 July at 9am”).",
+        "「{field}」：日子不同的幾個日期無法讀成同一個每年排程；請每個日期分別建立（例如「每年7月15日早上九點」）。",
+        "“{field}”：日子不同的几个日期无法读成同一个每年安排；请每个日期分别创建（例如“每年7月15日早上九点”）。",
+        "dates on one day of the month (every year on 1 January and 1 July), or one task per "
+        "date",
+    ),
+    "leftover": (
+        "I couldn't read “{field}” next to the time expression as part of it; say the whole "
+        "date or time (e.g. “every year on 1 January and 1 July”), or leave it out.",
+        "「{field}」緊接在時間說法旁邊，但看不懂它屬於哪個時間；請把日期或時間說完整（例如「每年1月1日和7月1日」），或把它拿掉。",
+        "“{field}”紧接在时间说法旁边，但看不懂它属于哪个时间；请把日期或时间说完整（例如“每年1月1日和7月1日”），或把它去掉。",
+        "every date and time said in full, such as every year on 1 January and 1 July",
+    ),
     "need_step": (
         "“{field}” is a span of hours; how often within it, e.g. “every 30 minutes between 10 "
         "and 4”?",

@@ -37,6 +37,7 @@ from onthedot.nl.parts import (
     Weekly,
     WeekRef,
     Yearly,
+    YearlyDates,
     YearlyNth,
 )
 
@@ -298,8 +299,7 @@ def _add_dates(spec: Spec, dates: tuple[tuple[int, int], ...], said: str) -> Non
 
 def _fold_dates(spec: Spec) -> None:
     """Several dates in one list: every year on them (one rule over the months when they share
-    the day of the month), or refused: a one-time job has one date, and days that differ
-    month to month are not one yearly rule the parser writes yet."""
+    the day of the month, else one rule per date), or refused: a one-time job has one date."""
     rec, said = spec.recurrence, spec.more_dates_text
     if rec is None and isinstance(spec.date, AbsDate) and spec.date.year is None:
         raise fail("several_dates", said)
@@ -308,7 +308,8 @@ def _fold_dates(spec: Spec) -> None:
     dates = {(rec.month, rec.day), *spec.more_dates}
     days = {d for _, d in dates}
     if len(days) != 1:
-        raise fail("yearly_days", said)
+        spec.recurrence = YearlyDates(tuple(sorted(dates)))
+        return
     months = tuple(sorted(m for m, _ in dates))
     spec.recurrence = MonthlyDays((days.pop(),), months=months)
 

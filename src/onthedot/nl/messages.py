@@ -159,12 +159,13 @@ _MESSAGES: dict[str, tuple[str, str, str, str]] = {
         "1 July",
     ),
     "yearly_days": (
-        "“{field}”: dates on different days of the month are not read as one yearly schedule; "
-        "create one task per date (e.g. “every year on 15 July at 9am”).",
-        "「{field}」：日子不同的幾個日期無法讀成同一個每年排程；請每個日期分別建立（例如「每年7月15日早上九點」）。",
-        "“{field}”：日子不同的几个日期无法读成同一个每年安排；请每个日期分别创建（例如“每年7月15日早上九点”）。",
-        "dates on one day of the month (every year on 1 January and 1 July), or one task per "
-        "date",
+        "“{field}”: dates a year on different days of the month take one rule per date and "
+        "group of times, and one schedule has at most {limit}; create one task per date.",
+        "「{field}」：日子不同的每年日期，每個日期（和每組時間）要一條規則，"
+        "一個排程最多 {limit} 條；請分成幾個任務建立。",
+        "“{field}”：日子不同的每年日期，每个日期（和每组时间）要一条规则，"
+        "一个安排最多 {limit} 条；请分成几个任务创建。",
+        "at most 10 dates a year (times the groups of times of day) in one schedule",
     ),
     "leftover": (
         "I couldn't read “{field}” next to the time expression as part of it; say the whole "

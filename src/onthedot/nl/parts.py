@@ -83,6 +83,13 @@ class Yearly:
 
 
 @dataclass(frozen=True)
+class YearlyDates:
+    """Several dates a year on different days of the month: 1 January and 15 July."""
+
+    dates: tuple[tuple[int, int], ...]  # (month, day), sorted
+
+
+@dataclass(frozen=True)
 class YearlyNth:
     """The nth weekday of a month, every year: Thanksgiving, Mother's Day."""
 
@@ -130,7 +137,7 @@ class Every:
 
 
 Recurrence = (
-    Daily | Weekly | MonthlyDays | MonthlyNth | MonthlyWorkday | Yearly | YearlyNth
+    Daily | Weekly | MonthlyDays | MonthlyNth | MonthlyWorkday | Yearly | YearlyDates | YearlyNth
     | YearlyComputed | Anchored | Every
 )
 

@@ -93,7 +93,9 @@ PATHOLOGICAL = (
     "a quarter to ", "half past ", "every first of the ", "daily ", "quarterly figures ",
     "lunar 1/", "Founders Founders ", "at 8, ", "除了", "週六週日", "週六週日除外", "六日",
     "每月倒數第", "每月月底前", "聖誕節前", "聖誕節後一", "八點差", "差一刻", "這個時候",
-    "下週同一", "每季最後一個", "但週末", "每月1、",
+    "下週同一", "每季最後一個", "但週末", "每月1、", "every year on day 1 of January and ",
+    "the 1st and the ", "days 1 and ", "January, July and ", "1 January and ", "at 9am and ",
+    "每年1月和", "一月及七月的", "1、4月的1、", "每年1月1日和", "九點和",
 )
 
 
@@ -130,7 +132,8 @@ TOKENS = (
     "A ", "day ", "mon ", "mondays ", "1st ", "1/", "-", "12", "daily ", "except ", "quarter ",
     "half ", "the day ", "2 days ", "lunar ", "Day ", "x", "每", "天", "點", "八", "週", "月", "日",
     "號", "前", "後", "除了", "，", "、", "和", "倒數第", "第", "一", "差", "這個", "同一",
-    "從", "起", "2026-12-04 ",
+    "從", "起", "2026-12-04 ", "January ", "January and ", "1st of ", "day 1 ", "1月", "及",
+    "1月和", "1、",
 )
 
 

@@ -107,8 +107,13 @@ def test_language_codes() -> None:
         # A quarter's days are said so that the sentence reads back to the same schedule.
         ("0 9 1 1,4,7,10 *", "on the 1st of every quarter at 09:00",
          "每季1日 09:00", "每季1日 09:00"),
-        ("0 9 15 2,5,8,11 *", "on day 15 of February, May, August and November at 09:00",
+        ("0 9 15 2,5,8,11 *", "every year on day 15 of February, May, August and November at 09:00",
          "每年2、5、8、11月的15日 09:00", "每年2、5、8、11月的15日 09:00"),
+        # Dates a year on different days of the month: one rule each, said as one list.
+        ("RRULE:FREQ=YEARLY;BYMONTH=1;BYMONTHDAY=1;BYHOUR=9;BYMINUTE=0;BYSECOND=0\n"
+         "RRULE:FREQ=YEARLY;BYMONTH=7;BYMONTHDAY=15;BYHOUR=9;BYMINUTE=0;BYSECOND=0",
+         "every year on 1 January and 15 July at 09:00", "每年1月1日、7月15日 09:00",
+         "每年1月1日、7月15日 09:00"),
         ("RRULE:FREQ=MONTHLY;BYMONTH=3,6,9,12;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1;BYHOUR=18;"
          "BYMINUTE=0;BYSECOND=0", "on the last working day of every quarter at 18:00",
          "每季最後一個工作日 18:00", "每季最后一个工作日 18:00"),

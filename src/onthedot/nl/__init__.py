@@ -13,7 +13,14 @@ from zoneinfo import ZoneInfo
 
 from onthedot.domain.errors import ScheduleError, ValidationError
 from onthedot.nl import en, zh
-from onthedot.nl.combine import Unreadable, fail, guard_exceptions, merge, select
+from onthedot.nl.combine import (
+    Unreadable,
+    fail,
+    guard_exceptions,
+    guard_leftovers,
+    merge,
+    select,
+)
 from onthedot.nl.lang import detect, has_cjk
 from onthedot.nl.messages import to_error
 from onthedot.nl.offload import off_loop
@@ -64,6 +71,7 @@ def _parse(text: str, now: datetime, zone: ZoneInfo, tz: str, language: str) -> 
     if not kept:
         raise fail("no_time", text.strip() or text)
     guard_exceptions(dropped, kept, normal)
+    guard_leftovers(kept, normal)
     spec = merge(kept, text)
     params, notes = to_params(spec, now, zone, tz)
     return ParseResult(

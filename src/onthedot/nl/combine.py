@@ -37,6 +37,7 @@ from onthedot.nl.parts import (
     Weekly,
     WeekRef,
     Yearly,
+    YearlyDates,
     YearlyNth,
 )
 
@@ -97,6 +98,9 @@ class Spec:
     exclude_text: str = ""  # the words that said so, for errors
     start: datetime.date | None = None  # "starting 2026-12-04": first day of an every-N rule
     start_text: str = ""
+    # Dates after the first in one list (1 January and 1 July): (month, day), and their words.
+    more_dates: list[tuple[int, int]] = field(default_factory=list)
+    more_dates_text: str = ""
     immediate: bool = False
     pieces: list[Piece] = field(default_factory=list)
     matched: str = ""
@@ -181,6 +185,43 @@ def guard_exceptions(dropped: list[Piece], kept: list[Piece], text: str) -> None
                 raise fail("exception", text[start:end].strip())
 
 
+# A month, a weekday or a clock time (the words a date or time list is made of) ...
+_LEFT_WORD = (
+    r"(?:(?i:january|february|march|april|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|monday|tuesday|wednesday|thursday|friday"
+    r"|saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat)(?![a-z])|May\b"
+    r"|\d{1,2}:\d{2}|\d{1,2}\s*(?i:a\.?m\.?|p\.?m\.?)(?![a-z])"
+    r"|(?:\d{1,2}|十[一二]?|[一二三四五六七八九])月|(?:週|周|星期|禮拜|礼拜)[一二三四五六日天]"
+    r"|(?:\d{1,2}|[零一二兩两三四五六七八九十]{1,3})(?:點|点))"
+)
+# ... joined to the time expression by a list word: "on 1 January at 9am and July".
+_LEFT_JOIN = r"(?:\s*(?:,|，|、|&|\band\b|和|及|與|与)\s*)"
+_LEFT_AFTER = re.compile(rf"{_LEFT_JOIN}(?P<w>{_LEFT_WORD})")
+_LEFT_BEFORE = re.compile(rf"(?P<w>{_LEFT_WORD}){_LEFT_JOIN}$")
+
+
+def guard_leftovers(kept: list[Piece], text: str) -> None:
+    """Refuse a month name, weekday name or clock time left out of the expression right next to
+    it after a list word ("on 1 January at 9am and July", 一月和 ... ): the list it belongs to
+    was not read, and it must never stay in the task as if it were."""
+    starts = {p.start for p in kept}
+    ends = {p.end for p in kept}
+    for p in kept:
+        found = _LEFT_AFTER.match(text, p.end)
+        if found is not None and not _inside(kept, found.start("w")) and not any(
+                p.end < s <= found.start("w") for s in starts):
+            raise fail("leftover", found.group("w"))
+        before = _LEFT_BEFORE.search(text[max(0, p.start - 24) : p.start])
+        if before is not None:
+            at = p.start - len(before.group(0))
+            if not _inside(kept, at) and not any(at <= e < p.start for e in ends):
+                raise fail("leftover", before.group("w"))
+
+
+def _inside(kept: list[Piece], at: int) -> bool:
+    return any(k.start <= at < k.end for k in kept)
+
+
 def _said_elsewhere(p: Piece, strong: list[Piece]) -> bool:
     if p.problem is None and p.guards == "day":
         # "the quarterly figures": the day said elsewhere wins, unless it completes the rule
@@ -215,15 +256,62 @@ def merge(kept: list[Piece], text: str) -> Spec:
                 continue  # 上班時間 ... 九點到六點: the hours are said
             raise Unreadable(p.problem)
     previous: Piece | None = None  # the last piece that gave a time of day
+    last_date: Piece | None = None  # the last piece that gave a date
     counted = any(p.count is not None for p in kept)
     for p in kept:
         if p.problem is not None:
             continue
+        if last_date is not None and _listed_date(spec, last_date, p, text):
+            assert isinstance(p.date, AbsDate)
+            _add_dates(spec, ((p.date.month, p.date.day), *p.more_dates), p.text)
+            last_date = p
+            continue
         _merge_one(spec, p)
+        if p.more_dates:
+            _add_dates(spec, p.more_dates, p.text)
+        if p.date is not None or isinstance(p.recurrence, Yearly):
+            last_date = p
         if p.clock is not None or p.daypart is not None:
             _merge_slot(spec, p, previous, text, counted)
             previous = p
+    if spec.more_dates:
+        _fold_dates(spec)
     return spec
+
+
+def _listed_date(spec: Spec, last: Piece, p: Piece, text: str) -> bool:
+    """Whether ``p`` is a further date in a list after ``last``: "1 January and 1 July",
+    每年1月1日和7月1日 (a plain month and day, joined by a list word)."""
+    day = p.date
+    if not isinstance(day, AbsDate) or day.year is not None or day.year_offset is not None:
+        return False
+    if p.recurrence is not None or p.clock is not None or p.daypart is not None:
+        return False
+    if not isinstance(spec.date, AbsDate) and not isinstance(spec.recurrence, Yearly):
+        return False
+    return last.end <= p.start and bool(_LIST.match(text[last.end : p.start]))
+
+
+def _add_dates(spec: Spec, dates: tuple[tuple[int, int], ...], said: str) -> None:
+    spec.more_dates.extend(dates)
+    spec.more_dates_text = spec.more_dates_text or said
+
+
+def _fold_dates(spec: Spec) -> None:
+    """Several dates in one list: every year on them (one rule over the months when they share
+    the day of the month, else one rule per date), or refused: a one-time job has one date."""
+    rec, said = spec.recurrence, spec.more_dates_text
+    if rec is None and isinstance(spec.date, AbsDate) and spec.date.year is None:
+        raise fail("several_dates", said)
+    if not isinstance(rec, Yearly):
+        raise fail("conflict", said)
+    dates = {(rec.month, rec.day), *spec.more_dates}
+    days = {d for _, d in dates}
+    if len(days) != 1:
+        spec.recurrence = YearlyDates(tuple(sorted(dates)))
+        return
+    months = tuple(sorted(m for m, _ in dates))
+    spec.recurrence = MonthlyDays((days.pop(),), months=months)
 
 
 def _merge_one(spec: Spec, p: Piece) -> None:

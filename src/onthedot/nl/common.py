@@ -10,6 +10,7 @@ from typing import Literal, cast
 
 from onthedot.nl.numbers import en_to_int
 from onthedot.nl.parts import (
+    AbsDate,
     Anchored,
     Clock,
     Daily,
@@ -182,3 +183,16 @@ def same_time_piece(m: re.Match[str]) -> Piece:
     """"this time", 這個時候: the clock of the request; it needs a day next to it ("this time
     tomorrow"), so it is weak: prose ("do it right this time") once a time is said elsewhere."""
     return piece(m, clock=Clock(0, 0, same_as_now=True), weak=True)
+
+
+def month_list(m: re.Match[str], days: list[int], months: list[int], every: bool) -> Piece:
+    """The days named in each month named ("on days 1 and 15 of January and April", 每年1、4月的
+    1日): every year, one rule over those days and months; without every year, the first date
+    and the others (``more_dates``), which a one-time job refuses."""
+    if not all(valid_month_day(month, day) for month in months for day in days):
+        return problem(m, "bad_date")
+    if every:
+        return piece(m, recurrence=MonthlyDays(tuple(sorted(set(days))),
+                                               months=tuple(sorted(set(months)))))
+    dates = [(month, day) for month in months for day in days]
+    return piece(m, date=AbsDate(*dates[0]), more_dates=tuple(dates[1:]))

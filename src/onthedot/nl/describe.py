@@ -161,10 +161,8 @@ def _cron(fields: list[str], language: Language) -> str:
             return f"on {_and([_en_ordinal(d) for d in days])} of every month at {at}"
         return f"每月{'、'.join(map(str, days))}日 {at}"
     months = _numbers(month)
-    if len(months) == 1:
+    if len(months) == 1 and len(days) == 1:
         m = months[0]
-        if len(days) != 1:
-            raise ValueError(dom)
         if en:
             return f"every year on {days[0]} {_EN_MONTHS[m - 1]} at {at}"
         return f"每年{m}月{days[0]}日 {at}"
@@ -172,7 +170,7 @@ def _cron(fields: list[str], language: Language) -> str:
 
 
 def _in_months(months: list[int], days: list[int], at: str, language: Language) -> str:
-    """on day 1 of January, April, July and October at 09:00 / 1、4、7、10月的1日 09:00; a
+    """every year on day 1 of January and April at 09:00 / 每年1、4月的1日 09:00; a
     quarter's first days and last day said as such ("on the 1st of every quarter", 每季1日),
     so that the sentence reads back to the same schedule."""
     quarter = (months == [1, 4, 7, 10] and all(d > 0 for d in days)) or (
@@ -187,7 +185,7 @@ def _in_months(months: list[int], days: list[int], at: str, language: Language) 
     if language == "en":
         names = [_EN_MONTHS[m - 1] for m in months]
         which = "the last day" if days == [-1] else f"{_day_word(days)} {_and(days)}"
-        return f"on {which} of {_and(names)} at {at}"
+        return f"every year on {which} of {_and(names)} at {at}"
     which = zh_word("last_day", language) if days == [-1] else "、".join(map(str, days)) + "日"
     return f"每年{'、'.join(map(str, months))}月的{which} {at}"
 
@@ -256,6 +254,8 @@ def _date(value: str) -> date:
 
 def _rules(rules: list[dict[str, str]], language: Language) -> str:
     """One description for rules that differ only in their times of day."""
+    if all(r.get("FREQ", "").upper() == "YEARLY" and "BYMONTHDAY" in r for r in rules):
+        return _yearly_dates(rules, language)
     first = {k: v for k, v in rules[0].items() if k not in ("BYHOUR", "BYMINUTE")}
     workday: int | None = None
     if first.get("BYDAY") == "MO,TU,WE,TH,FR" and "BYSETPOS" in first:
@@ -436,6 +436,27 @@ def _yearly(rule: dict[str, str], at: str, language: Language) -> str:
         n=_ZH_NTH[nth]
     )
     return f"每年{month}月{which}{zh_word('week', language)}{_ZH_DAYS[day]} {at}"
+
+
+def _yearly_dates(rules: list[dict[str, str]], language: Language) -> str:
+    """every year on 1 January and 15 July at 09:00 / 每年1月1日、7月15日 09:00: one rule per
+    date (and per group of times), every date at the same times."""
+    times: dict[tuple[int, int], set[tuple[int, int]]] = {}
+    for rule in rules:
+        if set(rule) != {"FREQ", "BYMONTH", "BYMONTHDAY", "BYHOUR", "BYMINUTE", "BYSECOND"}:
+            raise ValueError(rule)
+        if rule["BYSECOND"] != "0" or "," in rule["BYMONTH"] + rule["BYMONTHDAY"]:
+            raise ValueError(rule)
+        hours, minutes = rule["BYHOUR"].split(","), rule["BYMINUTE"].split(",")
+        said = times.setdefault((int(rule["BYMONTH"]), int(rule["BYMONTHDAY"])), set())
+        said.update((int(h), int(m)) for h in hours for m in minutes)
+    if len({frozenset(t) for t in times.values()}) != 1:
+        raise ValueError(rules)
+    dates = sorted(times)
+    at = _times(sorted(times[dates[0]]), language)
+    if language == "en":
+        return f"every year on {_and([f'{d} {_EN_MONTHS[m - 1]}' for m, d in dates])} at {at}"
+    return f"每年{'、'.join(f'{m}月{d}日' for m, d in dates)} {at}"
 
 
 def _listed(days: list[date], at: tuple[int, int], language: Language) -> str:

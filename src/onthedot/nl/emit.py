@@ -32,6 +32,7 @@ from onthedot.nl.parts import (
     Weekly,
     Yearly,
     YearlyComputed,
+    YearlyDates,
     YearlyNth,
 )
 from onthedot.nl.resolve import DEFAULT_TIME, TimeOfDay, localize, window_times
@@ -65,6 +66,8 @@ def recurring(spec: Spec, times: list[TimeOfDay], now: datetime, zone: ZoneInfo,
         if not counted:  # a start of any other rule is a bound: not read, never dropped
             raise fail("unparsed", spec.start_text)
         field = spec.start_text
+    if isinstance(rec, YearlyDates):  # too many rules: blame the dates, not the time
+        field = spec.matched
     return _on_days(rec, times or [DEFAULT_TIME], Where(now, zone, tz, field, spec.start))
 
 
@@ -121,6 +124,11 @@ def _on_days(rec: Recurrence, times: list[TimeOfDay], at: Where) -> str:
             f"FREQ=YEARLY;BYMONTH={rec.month};BYMONTHDAY={rec.day}",
             times, str(rec.day), str(rec.month), "*",
         )  # fmt: skip
+    if isinstance(rec, YearlyDates):  # one rule per date: cron would cross days with months
+        lines = [_rules(f"FREQ=YEARLY;BYMONTH={m};BYMONTHDAY={d}", times) for m, d in rec.dates]
+        if len(lines) * len(_groups(times)) > MAX_RULES:
+            raise fail("yearly_days", at.field, limit=MAX_RULES)
+        return "\n".join(lines)
     if isinstance(rec, YearlyNth):
         return _rules(f"FREQ=YEARLY;BYMONTH={rec.month};BYDAY={rec.nth}{RRULE_DAYS[rec.weekday]}",
                       times)

@@ -154,6 +154,14 @@ def _yearly(m: re.Match[str]) -> Piece:
     return problem(m, "bad_date") if md is None else piece(m, recurrence=Yearly(*md))
 
 
+def _month_list(m: re.Match[str]) -> Piece:
+    """"on day 1 of January and July", "every year on days 1 and 15 of January and April": the
+    days named in each month named, every year with every / each / yearly / annually."""
+    days = [int(x) for x in re.findall(r"\d+", (m.group("ds") or m.group("ds2")))]
+    months = [MONTHS.index(w.lower()[:3]) + 1 for w in re.findall(MONTH, m.group("mons"), re.I)]
+    return common.month_list(m, days, months, bool(m.group("every") or m.group("every2")))
+
+
 def _relative_day(m: re.Match[str]) -> Piece:
     word = m.group(0).lower()
     if m.string[m.end() : m.end() + 2] in ("'s", "’s"):
@@ -473,6 +481,7 @@ def replace_problem_text(p: Piece, text: str) -> Problem:
 
 _EVERY = r"\b(?:every|each)\s+"
 _ON = r"\b(?:on\s+)?"
+_ITEM = r"(?:\s*,\s*(?:and\s+)?|\s*&\s*|\s+and\s+)"  # between the items of a short list
 # Days counted from a holiday: "the day after", "two days before", "a week before".
 _SHIFT = (
     rf"(?:(?:the\s+)?(?:(?P<sn>{EN_NUM}|a|one)\s+(?P<su>days?|weeks?)|day)\s+"
@@ -643,6 +652,16 @@ RULES: list[Rule] = [
         _yearly,
     ),
     rule(rf"{_ON}(?:the\s+)?{MD}\s+(?:every\s+year|each\s+year|yearly|annually)\b", _yearly),
+    # A day of the month in a list of months, as the confirmation says it: "on day 1 of January
+    # and April", "every year on the 1st of January, April and July".
+    rule(
+        rf"(?:\b(?P<every>(?:every|each)\s+year|yearly|annually)\s+)?{_ON}"
+        rf"(?:days?\s+(?P<ds>\d{{1,2}}(?:{_ITEM}\d{{1,2}}){{0,30}})"
+        rf"|(?P<ds2>(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)(?:{_ITEM}(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th))"
+        rf"{{0,30}}))\s+of\s+(?P<mons>{MONTH}(?:{_ITEM}{MONTH}){{0,11}})(?![a-z])"
+        rf"(?:\s+(?P<every2>every\s+year|each\s+year|yearly|annually)\b)?",
+        _month_list,
+    ),
     rule(
         rf"\b(?P<every>(?:every|each)\s+(?:year\s+on\s+|year,?\s+)?|(?:yearly|annually)\s+on\s+)"
         rf"{_SHIFT}(?:the\s+)?{HOLIDAY}",

@@ -150,6 +150,30 @@ _MESSAGES: dict[str, tuple[str, str, str, str]] = {
         "“{field}”：单次任务只能有一个时间；同一天要提醒几次，请分别创建，或改成重复（例如“每天早上九点和下午三点”）。",
         "one time for a one-time task, or a repeating one such as every day at 9am and 3pm",
     ),
+    "several_dates": (
+        "“{field}”: one task runs once, on one date; for several dates, create one task per "
+        "date, or make it repeat (e.g. “every year on 1 January and 1 July at 9am”).",
+        "「{field}」：單次任務只能有一個日期；要在幾個日期執行，請分別建立，或改成重複（例如「每年1月1日和7月1日早上九點」）。",
+        "“{field}”：单次任务只能有一个日期；要在几个日期执行，请分别创建，或改成重复（例如“每年1月1日和7月1日早上九点”）。",
+        "one date for a one-time task, or a repeating one such as every year on 1 January and "
+        "1 July",
+    ),
+    "yearly_days": (
+        "“{field}”: dates a year on different days of the month take one rule per date and "
+        "group of times, and one schedule has at most {limit}; create one task per date.",
+        "「{field}」：日子不同的每年日期，每個日期（和每組時間）要一條規則，"
+        "一個排程最多 {limit} 條；請分成幾個任務建立。",
+        "“{field}”：日子不同的每年日期，每个日期（和每组时间）要一条规则，"
+        "一个安排最多 {limit} 条；请分成几个任务创建。",
+        "at most 10 dates a year (times the groups of times of day) in one schedule",
+    ),
+    "leftover": (
+        "I couldn't read “{field}” next to the time expression as part of it; say the whole "
+        "date or time (e.g. “every year on 1 January and 1 July”), or leave it out.",
+        "「{field}」緊接在時間說法旁邊，但看不懂它屬於哪個時間；請把日期或時間說完整（例如「每年1月1日和7月1日」），或把它拿掉。",
+        "“{field}”紧接在时间说法旁边，但看不懂它属于哪个时间；请把日期或时间说完整（例如“每年1月1日和7月1日”），或把它去掉。",
+        "every date and time said in full, such as every year on 1 January and 1 July",
+    ),
     "need_step": (
         "“{field}” is a span of hours; how often within it, e.g. “every 30 minutes between 10 "
         "and 4”?",

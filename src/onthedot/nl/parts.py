@@ -83,6 +83,13 @@ class Yearly:
 
 
 @dataclass(frozen=True)
+class YearlyDates:
+    """Several dates a year on different days of the month: 1 January and 15 July."""
+
+    dates: tuple[tuple[int, int], ...]  # (month, day), sorted
+
+
+@dataclass(frozen=True)
 class YearlyNth:
     """The nth weekday of a month, every year: Thanksgiving, Mother's Day."""
 
@@ -130,7 +137,7 @@ class Every:
 
 
 Recurrence = (
-    Daily | Weekly | MonthlyDays | MonthlyNth | MonthlyWorkday | Yearly | YearlyNth
+    Daily | Weekly | MonthlyDays | MonthlyNth | MonthlyWorkday | Yearly | YearlyDates | YearlyNth
     | YearlyComputed | Anchored | Every
 )
 
@@ -243,6 +250,9 @@ class Piece:
     # The first day of an every-N-weeks or -months rule: "starting 2026-12-04", 從 2026-12-04 起
     # (as the confirmation says it).
     first_day: datetime.date | None = None
+    # Further (month, day) dates said with ``date`` in one list: "on day 1 of January and July",
+    # 每年一月及七月的1號. Read as a yearly rule with every year, refused for a one-time job.
+    more_dates: tuple[tuple[int, int], ...] = ()
     # A problem that only matters if nothing else gives what it would have given: "clock" for
     # "after lunch" (moot once a time is said), "day" for an unknown holiday; None: always.
     # On a weak piece that is no problem, "day": dropped when another word gives the day

@@ -508,6 +508,17 @@ def _yearly(m: re.Match[str]) -> Piece:
     return piece(m, recurrence=Yearly(month, day))
 
 
+def _month_list(m: re.Match[str]) -> Piece:
+    """一月及七月的1號, 每年1、4月的1、15日: the days named in each month named; every year
+    with 每年."""
+    months = [_num(x) for x in re.findall(MONTHNUM, m.group("ms"))]
+    days = [_num(x) for x in re.findall(DAYNUM, m.group("ds"))]
+    if None in months or None in days:
+        return problem(m, "bad_date")
+    return common.month_list(m, [d for d in days if d is not None],
+                             [x for x in months if x is not None], bool(m.group("every")))
+
+
 # 八點多, 三點左右, 五點前: not a time to fire at, so refused rather than rounded.
 _APPROX = r"多|左右|前後|前后|上下|以前|之前|前|以後|之後|之后|以后"
 # Words that start a day reference, to tell 從明天開始 (a bound) from 從頭開始 (prose).
@@ -647,6 +658,12 @@ RULES: list[Rule] = [
         _monthly_nth,
     ),
     rule(rf"每(?:一)?年(?:的)?(?P<m>{MONTHNUM})月(?P<d>{DAYNUM})(?:日|號|号)?", _yearly),
+    rule(
+        rf"(?P<every>每(?:一)?年(?:的)?)?(?P<ms>{MONTHNUM}月?(?:(?:和|及|與|与|跟|、|,|，)"
+        rf"{MONTHNUM}月?){{0,11}})(?<=月)的(?P<ds>{DAYNUM}(?:(?:日|號|号)?(?:和|及|與|与|、|,|，)"
+        rf"{DAYNUM}){{0,30}})(?:日|號|号)",
+        _month_list,
+    ),
     rule(
         rf"(?P<every>每年(?:的)?|每逢)?{_HOLIDAY}(?:(?:的)?(?P<dir>前|後|后){_SP}(?P<sn>{ZH_NUM}){_SP}"
         rf"(?:(?:個|个)?(?P<su>天|日|週|周|星期|禮拜|礼拜))|(?:的)?(?P<next>隔天|翌日|次日|第二天))?",

@@ -13,6 +13,7 @@ from playwright.sync_api import Locator, Page, expect
 from tests.api.live import LiveServer
 from tests.support.waiting import wait_until
 from tests.web.conftest import NARROW, NewContext, create_job
+from tests.web.test_accessibility import violations
 
 
 def row(page: Page, name: str) -> Locator:
@@ -281,3 +282,79 @@ def test_times_are_in_the_viewers_timezone(new_context: NewContext, server: Live
         next_run = row(page, "launch").locator("[data-label='Next run'] time")
         expect(next_run).to_have_text(shown)
         expect(next_run).to_have_attribute("datetime", "2031-01-02T00:00:00Z")
+
+
+OVERLAP = "If a run is still going when the next one is due"
+
+
+def test_overlap_policy_from_the_form_and_the_edit_dialog(page: Page,
+                                                          http: httpx.Client) -> None:
+    """overlap_policy (docs/schedules.md#overlapping-runs) is chosen in the form, shown in the
+    list and the details, and changed in the edit dialog, through POST and PATCH /v1/jobs."""
+    create_job(http, "plain")  # the default policy: nothing said beside its schedule
+    page.get_by_label("With a form").check()
+    form = page.locator("#job-form")
+    overlap = form.get_by_label(OVERLAP)
+    expect(overlap).to_be_hidden()  # a task that runs once never overlaps itself
+    form.get_by_label("Name (optional)").fill("report")
+    form.get_by_label("Runs").select_option("recurring")
+    expect(overlap).to_have_value("skip")
+    expect(overlap.locator("option")).to_have_text([
+        "skip it (default)", "run it when the running one ends", "run it at its time, alongside"])
+    hint = form.locator("#f-overlap-hint")
+    expect(overlap).to_have_attribute("aria-describedby", "f-overlap-hint")
+    expect(hint).to_contain_text("the task next runs at its first time after the running one")
+    overlap.select_option("buffer_one")
+    expect(hint).to_have_text("It runs as soon as the running one ends, so a little late. If "
+                              "several came due meanwhile, only the latest one runs.")
+    form.get_by_label("Schedule (cron or RRULE)").fill("0 * * * *")
+    form.get_by_label("Message").fill("the hourly report")
+    with page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/v1/jobs")) as sent:
+        page.get_by_role("button", name="Create task").click()
+    assert sent.value.post_data_json["overlap_policy"] == "buffer_one"
+
+    task = row(page, "report")
+    expect(task.locator("[data-label=Schedule] [data-overlap]")).to_have_text(
+        "a run due while one runs waits for it")
+    expect(row(page, "plain").locator("[data-overlap]")).to_have_count(0)
+    job = next(j for j in http.get("/v1/jobs").json()["jobs"] if j["name"] == "report")
+    assert job["overlap_policy"] == "buffer_one"
+    expect(overlap).to_have_value("skip")  # the form is ready for the next task
+
+    task.get_by_role("button", name="Edit").click()
+    dialog = page.get_by_role("dialog")
+    chosen = dialog.get_by_label(OVERLAP)
+    expect(chosen).to_have_value("buffer_one")
+    expect(dialog.locator("#e-overlap-hint")).to_contain_text("only the latest one runs")
+    chosen.select_option("allow_all")
+    expect(dialog.locator("#e-overlap-hint")).to_have_text(
+        "Every run starts at its time, even while earlier ones are still going, so runs can "
+        "overlap.")
+    assert violations(page) == []
+    dialog.get_by_role("button", name="Save").click()
+    expect(dialog).to_be_hidden()
+    expect(task.locator("[data-overlap]")).to_have_text("runs may overlap")
+    saved = http.get(f"/v1/jobs/{job['job_id']}").json()
+    assert (saved["overlap_policy"], saved["job_params"]["schedule"]) == ("allow_all",
+                                                                          "0 * * * *")
+
+    task.locator("[data-act=open]").click()
+    expect(page.locator("#details-facts")).to_contain_text(
+        "If a run is still goingrun it at its time, alongside")
+    page.get_by_label("Language", exact=True).select_option("zh-Hant")
+    expect(task.locator("[data-overlap]")).to_have_text("執行可能重疊")
+    expect(form.locator("#f-overlap-hint")).to_contain_text("到期的那一次不執行")  # skip, reset
+
+
+def test_a_one_time_task_has_no_overlap_policy_to_edit(page: Page, http: httpx.Client) -> None:
+    once = create_job(http, "dentist", type="one-time", time="2030-01-02T09:00:00",
+                      timezone="Asia/Taipei")
+    page.reload()
+    row(page, "dentist").get_by_role("button", name="Edit").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog.get_by_label(OVERLAP)).to_be_hidden()
+    with page.expect_request(lambda r: r.method == "PATCH") as sent:
+        dialog.get_by_role("button", name="Save").click()
+    assert "overlap_policy" not in sent.value.post_data_json
+    expect(dialog).to_be_hidden()
+    assert http.get(f"/v1/jobs/{once['job_id']}").json()["overlap_policy"] == "skip"

@@ -76,6 +76,34 @@ const MESSAGES = {
     "「0 8 * * *」是每天 08:00；「RRULE:FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0」是每週一 09:00。",
     "“0 8 * * *”是每天 08:00；“RRULE:FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0”是每周一 09:00。"],
   "form.timezone": ["Timezone", "時區", "时区"],
+  // A repeating task's overlap_policy (docs/schedules.md#overlapping-runs), in the user's words.
+  "form.overlap": ["If a run is still going when the next one is due",
+    "下一次到期時，若上一次還在執行", "下一次到期时，若上一次还在执行"],
+  "overlap.skip": ["skip it (default)", "略過這一次（預設）", "跳过这一次（默认）"],
+  "overlap.buffer_one": ["run it when the running one ends", "等執行中的那次結束後再執行",
+    "等执行中的那次结束后再执行"],
+  "overlap.allow_all": ["run it at its time, alongside", "照時間執行，兩次同時進行",
+    "按时执行，两次同时进行"],
+  "overlap.hint.skip": [
+    "The run that came due is left out: the task next runs at its first time after the "
+      + "running one ends.",
+    "到期的那一次不執行：任務在執行中的那次結束後，從下一個排定時間起照常執行。",
+    "到期的那一次不执行：任务在执行中的那次结束后，从下一个计划时间起照常执行。"],
+  "overlap.hint.buffer_one": [
+    "It runs as soon as the running one ends, so a little late. If several came due meanwhile, "
+      + "only the latest one runs.",
+    "它在執行中的那次結束後立刻執行，所以會晚一點。期間到期好幾次時，只執行最後一次。",
+    "它在执行中的那次结束后立即执行，所以会晚一点。期间到期好几次时，只执行最后一次。"],
+  "overlap.hint.allow_all": [
+    "Every run starts at its time, even while earlier ones are still going, so runs can "
+      + "overlap.",
+    "每一次都照時間開始，即使前一次還在執行，所以可能同時有好幾次在執行。",
+    "每一次都按时开始，即使前一次还在执行，所以可能同时有好几次在执行。"],
+  // A non-default overlap policy, beside a task's schedule in the list.
+  "overlap.tag.buffer_one": ["a run due while one runs waits for it", "執行中到期的一次會等它結束",
+    "执行中到期的一次会等它结束"],
+  "overlap.tag.allow_all": ["runs may overlap", "執行可能重疊", "执行可能重叠"],
+  "details.overlap": ["If a run is still going", "若上一次還在執行", "若上一次还在执行"],
   "form.action": ["Action", "動作", "动作"],
   "action.message": ["store a message", "儲存一則訊息", "保存一条消息"],
   "action.webhook": ["call a webhook", "呼叫 webhook", "调用 webhook"],

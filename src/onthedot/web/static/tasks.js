@@ -16,6 +16,7 @@ const FORM_FIELDS = {
   "job_params.time": "f-time",
   "job_params.schedule": "f-schedule",
   "job_params.timezone": "f-timezone",
+  "overlap_policy": "f-overlap",
   "action": "f-action",
   "action.type": "f-action",
   "action.text": "f-text",
@@ -29,6 +30,7 @@ const EDIT_FIELDS = {
   "job_params.time": "e-time",
   "job_params.schedule": "e-schedule",
   "job_params.timezone": "e-timezone",
+  "overlap_policy": "e-overlap",
   "action.text": "e-text",
   "action.url": "e-url",
   "action.topic": "e-topic",
@@ -67,6 +69,15 @@ function localInput(iso, zone) {
     minute: "2-digit", hourCycle: "h23",
   }).formatToParts(instant).map((p) => [p.type, p.value]));
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}`;
+}
+
+/** Explain the chosen overlap policy under its select (the hint keeps its key, so a change of
+ * language says it again). */
+function explainOverlap(select) {
+  const hint = $(`${select.id}-hint`);
+  // A policy this page does not know (a newer server's) selects nothing: no words for it.
+  hint.dataset.i18n = select.value ? `overlap.hint.${select.value}` : "";
+  hint.textContent = select.value ? t(hint.dataset.i18n) : "";
 }
 
 /** job_params without the null members a response carries. */
@@ -112,6 +123,9 @@ export class TasksView {
     });
     $("f-type").addEventListener("change", () => this.toggleFields());
     $("f-action").addEventListener("change", () => this.toggleFields());
+    for (const id of ["f-overlap", "e-overlap"]) {
+      $(id).addEventListener("change", () => explainOverlap($(id)));
+    }
     $("f-timezone").value = viewerZone;
     const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone")
       : [viewerZone];
@@ -244,6 +258,8 @@ export class TasksView {
       action.language = $("f-digest-language").value;
     }
     const body = { action, job_params: params };
+    // A one-time or immediate task never overlaps itself: the policy goes with a repeating one.
+    if (type === "recurring") body.overlap_policy = $("f-overlap").value;
     const name = $("f-name").value.trim();
     if (name) body.name = name;
     return body;
@@ -257,6 +273,8 @@ export class TasksView {
       const job = await api("POST", "v1/jobs", { key: this.formKey, body: this.formBody() });
       this.formKey = newKey();
       for (const id of ["f-name", "f-time", "f-schedule", "f-text", "f-url"]) $(id).value = "";
+      $("f-overlap").value = "skip";
+      explainOverlap($("f-overlap"));
       this.app.notify(t("created", { name: job.name }));
       await this.app.refreshSoon();
     } catch (error) {
@@ -340,7 +358,8 @@ export class TasksView {
         type: "button", class: "link", "data-act": "open", "aria-controls": "details",
         "aria-expanded": String(this.selected === job.job_id),
       }, job.name, hidden(` – ${t("act.open")}`))),
-      cell(t("col.schedule"), scheduleWords(job.job_params, job.schedule_words)),
+      cell(t("col.schedule"), scheduleWords(job.job_params, job.schedule_words),
+        this.overlapTag(job)),
       cell(t("col.status"), h("span", { class: `badge s-${job.status}` }, t(`status.${job.status}`))),
       cell(t("col.next"), job.next_run_at
         ? [when(job.next_run_at), h("span", { class: "muted" }, ` · ${relative(job.next_run_at)}`)]
@@ -348,6 +367,14 @@ export class TasksView {
       cell(t("col.last"), this.lastResult(job.last_run)),
       h("td", { role: "cell", class: "actions", "data-label": t("col.actions") },
         this.buttons(job)));
+  }
+
+  /** A repeating task's overlap policy when it is not the default (skip). */
+  overlapTag(job) {
+    const policy = job.job_params.type === "recurring" ? job.overlap_policy : "skip";
+    if (!policy || policy === "skip") return null;
+    return h("span", { class: "tag overlap", "data-overlap": policy },
+      tOr(`overlap.tag.${policy}`, policy));
   }
 
   lastResult(run) {
@@ -385,6 +412,8 @@ export class TasksView {
     // A one-time job's time as a wall time in its own timezone (datetime-local has no zone).
     $("e-time").value = params.time ? localInput(params.time, params.timezone) : "";
     $("e-timezone").value = params.timezone;
+    $("e-overlap").value = job.overlap_policy ?? "skip";
+    explainOverlap($("e-overlap"));
     $("e-text").value = action.text ?? "";
     $("e-url").value = action.url ?? "";
     $("e-topic").value = action.topic ?? "finance";
@@ -435,7 +464,12 @@ export class TasksView {
       const old = (job.notify ?? []).find((c) => c.channel === "webhook");
       notify.push(old && old.url === hook ? old : { channel: "webhook", url: hook });
     }
-    return { name: $("e-name").value.trim(), job_params: params, action, notify };
+    const body = { name: $("e-name").value.trim(), job_params: params, action, notify };
+    // Sent only when chosen: a policy the page does not know is kept as it is.
+    if (params.type === "recurring" && $("e-overlap").value) {
+      body.overlap_policy = $("e-overlap").value;
+    }
+    return body;
   }
 
   async saveEdit() {
@@ -537,6 +571,9 @@ export class TasksView {
         : `${c.channel}: ${c.to ?? c.url ?? ""}`));
       $("details-facts").replaceChildren(...[
         fact(t("col.schedule"), scheduleWords(job.job_params, job.schedule_words)),
+        job.job_params.type === "recurring"
+          ? fact(t("details.overlap"), tOr(`overlap.${job.overlap_policy}`, job.overlap_policy))
+          : [],
         fact(t("col.status"), t(`status.${job.status}`)),
         fact(t("details.action"), `${tOr(`action.${job.action.type}`, job.action.type)}: ${
           job.action.text ?? job.action.url ?? job.action.topic ?? job.action.reason ?? ""}`),

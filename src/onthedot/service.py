@@ -53,6 +53,7 @@ from onthedot.schedule import (
     Schedule,
     compile_schedule_async,
     job_next_after,
+    job_occurrences,
     job_schedule,
     with_flexible_window,
 )
@@ -825,17 +826,13 @@ MAX_ATTEMPTS_SHOWN = 200  # attempts of one run in a response (max_attempts is a
 async def _occurrences(job: Job, start: datetime, end: datetime,
                        max_runs: int) -> list[datetime]:
     """The job's occurrences in ``[start, end)``; more than ``max_runs`` is a 422."""
-    found: list[datetime] = []
-    at = await job_next_after(job, start - timedelta(microseconds=1))
-    while at is not None and at < end:
-        if len(found) == max_runs:
-            raise ValidationError(
-                f"more than {max_runs} occurrences between start_time and end_time",
-                code="too_many_runs", field="end_time",
-                expected=f"a range with at most {max_runs} occurrences (max_runs, at most "
-                         f"{MAX_BACKFILL_RUNS})")
-        found.append(at)
-        at = await job_next_after(job, at)
+    found = await job_occurrences(job, start - timedelta(microseconds=1), end, max_runs + 1)
+    if len(found) > max_runs:
+        raise ValidationError(
+            f"more than {max_runs} occurrences between start_time and end_time",
+            code="too_many_runs", field="end_time",
+            expected=f"a range with at most {max_runs} occurrences (max_runs, at most "
+                     f"{MAX_BACKFILL_RUNS})")
     return found
 
 

@@ -57,6 +57,7 @@ from onthedot.schedule.compiler import (
     compile_schedule,
     compile_schedule_async,
     job_next_after,
+    job_occurrences,
     job_schedule,
 )
 from onthedot.schedule.limits import run_bounded
@@ -67,6 +68,7 @@ __all__ = [
     "compile_schedule",
     "compile_schedule_async",
     "job_next_after",
+    "job_occurrences",
     "job_schedule",
     "resolve_local",
     "run_bounded",

@@ -339,6 +339,22 @@ def job_schedule(job: Job) -> Schedule:
     return with_flexible_window(schedule, job.job_id, job.params.flexible_window_seconds)
 
 
+async def job_occurrences(job: Job, after: datetime, before: datetime,
+                          limit: int) -> list[datetime]:
+    """The stored job's first ``limit`` occurrences after ``after`` and before ``before``, in
+    one computation (off the event loop when it is not cheap), not one lookup each."""
+    def walk() -> list[datetime]:
+        schedule = job_schedule(job)
+        found: list[datetime] = []
+        at = schedule.next_after(after)
+        while at is not None and at < before and len(found) < limit:
+            found.append(at)
+            at = schedule.next_after(at)
+        return found
+
+    return await run_bounded(walk, steps=None)
+
+
 async def job_next_after(job: Job, after: datetime) -> datetime | None:
     """The stored job's first occurrence after ``after``, computed off the event loop when it
     is not cheap (the horizon bounds it; there is no deadline)."""

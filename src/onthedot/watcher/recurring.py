@@ -25,12 +25,12 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from onthedot.config import Settings
 from onthedot.domain.clock import Clock
 from onthedot.domain.models import Job, JobRun, JobStatus, RunEvent, RunStatus
-from onthedot.schedule import job_next_after
+from onthedot.schedule import job_next_after, job_occurrences
 from onthedot.store.base import ApplyResult, EventApply, Store
 
 log = logging.getLogger("onthedot.recurring")
@@ -178,14 +178,8 @@ async def latest_missed(job: Job, after: datetime, now: datetime) -> datetime | 
     """The latest occurrence of ``job`` after ``after`` and at or before ``now`` (the one
     ``buffer_one`` runs late), or None when none came. After MAX_MISSED_STEPS occurrences the
     one reached is taken: still one late run, a little older than the latest."""
-    found = None
-    at = await job_next_after(job, after)
-    for _ in range(MAX_MISSED_STEPS):
-        if at is None or at > now:
-            break
-        found = at
-        at = await job_next_after(job, at)
-    return found
+    missed = await job_occurrences(job, after, now + timedelta(microseconds=1), MAX_MISSED_STEPS)
+    return missed[-1] if missed else None
 
 
 def one_event_per_job(events: list[RunEvent]) -> list[RunEvent]:

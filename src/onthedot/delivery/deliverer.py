@@ -93,7 +93,7 @@ class DelivererStore(DeliveryStore, Protocol):
 
     async def runs_get_many(self, run_ids: Sequence[str]) -> dict[str, JobRun]: ...
 
-    async def job_get_any(self, job_id: str) -> Job | None: ...
+    async def jobs_get_any_many(self, job_ids: Sequence[str]) -> dict[str, Job]: ...
 
 
 class Deliverer:
@@ -182,13 +182,12 @@ class Deliverer:
         if not claimed:
             return 0
         runs = await self.store.runs_get_many(sorted({d.run_id for d in claimed}))
-        jobs = {job_id: await self.store.job_get_any(job_id)
-                for job_id in sorted({r.job_id for r in runs.values()})}
+        jobs = await self.store.jobs_get_any_many(sorted({r.job_id for r in runs.values()}))
         await asyncio.gather(*(self._retry(d, runs.get(d.run_id), jobs) for d in claimed))
         return len(claimed)
 
     async def _retry(self, claimed: Delivery, run: JobRun | None,
-                     jobs: dict[str, Job | None]) -> None:
+                     jobs: dict[str, Job]) -> None:
         try:
             job = None if run is None else jobs.get(run.job_id)
             if run is None or job is None:

@@ -199,8 +199,8 @@ class SqliteStore(SharedReads):
                               save.job.updated_at)
             if save.insert_run is not None:
                 self._insert_or_revive(c, save.insert_run)
-            for run in save.backfill_runs:
-                self._insert_run(c, run)
+            if save.backfill_runs:
+                _insert_runs(c, save.backfill_runs, self._clock.now())
             if save.change is not None:
                 c.execute(Q["job_change_insert"], change_params(save.change))
             if save.max_active is not None and save.job.status in ACTIVE:

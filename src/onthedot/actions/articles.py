@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
-import lxml.html
-from readability import Document
 
 from onthedot import __version__
 from onthedot.actions.cache import BoundedDict
@@ -182,6 +180,11 @@ def extract_text(page: bytes, charset: str | None = None) -> str:
             source = page
     if not source.strip():
         return ""
+    # Imported on first use: lxml's HTML parser and readability add about 7 MiB to every
+    # worker and API process, most of which never read an article page.
+    import lxml.html
+    from readability import Document
+
     summary = Document(source).summary(html_partial=True)
     if not summary.strip():
         return ""
